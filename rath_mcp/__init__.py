@@ -1,0 +1,1 @@
+"""rath-mcp MCP adapter."""

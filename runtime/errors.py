@@ -1,0 +1,85 @@
+"""The one exception tree of the runtime.
+
+::
+
+    RathError                      root: catch this to catch everything the runtime raises
+    ├── UsageError                 bad input; the message says what was wrong and how to fix it
+    │   ├── NotFoundError          an id or URI that does not exist (in this tenant/project)
+    │   ├── InvalidInputError      malformed arguments, JSONL, schemas, workflow definitions
+    │   └── ConflictError          the input contradicts what is stored (idempotency key reuse, ...)
+    ├── RunFailure                 a run or step failed; carries run_id and step
+    ├── StoreError                 the store could not do what was asked
+    │   └── LeaseLostError         a worker's fencing token is stale: it may not commit
+    └── ControlSignal              control flow, not failure; never shown to users as an error
+        ├── InterruptRaised        a step parked the run on a human interrupt
+        └── CancelRequested        the runtime was asked to cancel a run
+
+Errors are translated once, at the boundary (``rath_mcp.errors`` for MCP, the CLI for the shell).
+"""
+
+from __future__ import annotations
+
+
+class RathError(Exception):
+    """Root of every exception the runtime raises on purpose."""
+
+
+class UsageError(RathError):
+    """The caller's input was wrong. The message says what, and how to fix it."""
+
+
+class NotFoundError(UsageError):
+    """An id or URI that does not exist here."""
+
+
+class InvalidInputError(UsageError):
+    """Malformed input: arguments, JSONL, schemas, workflow definitions."""
+
+
+class ConflictError(UsageError):
+    """The input contradicts what is already stored."""
+
+
+class RunFailure(RathError):
+    """A run (or one of its steps) failed."""
+
+    def __init__(self, message: str, *, run_id: str | None = None, step: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.step = step
+
+
+class StoreError(RathError):
+    """The store could not carry out the request."""
+
+
+class LeaseLostError(StoreError):
+    """A worker tried to commit with a fencing token that is no longer current."""
+
+    def __init__(self, run_id: str, token: int) -> None:
+        super().__init__(
+            f"lease on run {run_id} lost: fencing token {token} is stale; the commit was refused"
+        )
+        self.run_id = run_id
+        self.token = token
+
+
+class ControlSignal(RathError):
+    """Control flow carried as an exception; not a failure."""
+
+
+class InterruptRaised(ControlSignal):
+    """A step parked its run on a human interrupt."""
+
+    def __init__(self, interrupt_id: str) -> None:
+        super().__init__(f"run parked on interrupt {interrupt_id}")
+        self.interrupt_id = interrupt_id
+
+
+class CancelRequested(ControlSignal):
+    """A cancel the runtime asked for (as opposed to external cancellation, which propagates)."""
+
+    def __init__(self, run_id: str, reason: str | None = None) -> None:
+        super().__init__(f"run {run_id} cancelled" + (f": {reason}" if reason else ""))
+        self.run_id = run_id
+        self.reason = reason

@@ -1,0 +1,5 @@
+"""Tables of the memory layer."""
+
+from runtime.store.sqlite import Migration
+
+MIGRATIONS: list[Migration] = []

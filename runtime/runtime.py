@@ -1,0 +1,76 @@
+"""``Runtime``: the one object through which the engine is used.
+
+An async context manager that owns the store, the background task group (workers) and the
+registries of the layers. No module-level state: open as many runtimes side by side as you like.
+
+    async with Runtime.open("./.rath") as rt:
+        s = await rt.sessions.create([{"kind": "user", "content": "hi"}])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+
+from runtime.errors import InvalidInputError
+from runtime.sessions.service import SessionService
+from runtime.sessions.store import SQLiteSessionStore
+from runtime.store.schema import ALL_MIGRATIONS
+from runtime.store.sqlite import SQLiteDatabase
+
+DB_FILE = "rath.db"
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """``home`` if given, else ``$RATH_HOME``, else ``./.rath``."""
+    chosen = home if home is not None else os.environ.get("RATH_HOME") or ".rath"
+    return Path(chosen).expanduser().resolve()
+
+
+def _check_scope(name: str, value: str) -> str:
+    if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise InvalidInputError(f"{name} {value!r} must be non-empty letters, digits, '-', '_' or '.'")
+    return value
+
+
+class Runtime:
+    """The embedded runtime of one home, scoped to one tenant and project."""
+
+    def __init__(
+        self, home: Path, db: SQLiteDatabase, tenant: str, project: str, task_group: TaskGroup
+    ) -> None:
+        self.home = home
+        self.db = db
+        self.tenant = tenant
+        self.project = project
+        self.task_group = task_group
+        self.sessions = SessionService(SQLiteSessionStore(db, tenant, project))
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        tenant: str = "local",
+        project: str = "default",
+        synchronous: str = "FULL",
+    ) -> AsyncIterator[Runtime]:
+        """Open (creating and migrating if needed) the runtime stored under ``home``."""
+        root = resolve_home(home)
+        db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
+        await db.open(ALL_MIGRATIONS)
+        try:
+            async with anyio.create_task_group() as tg:
+                rt = cls(root, db, _check_scope("tenant", tenant), _check_scope("project", project), tg)
+                try:
+                    yield rt
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            await db.close()

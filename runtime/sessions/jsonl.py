@@ -1,0 +1,113 @@
+"""The JSONL exchange format of a session.
+
+One JSON object per line::
+
+    {"type": "session", "format": "rath-session/1", "id": ..., "parents": [...], "op": ...,
+     "placement": {...}, "usage": {...}, "metadata": {...}, "created_at": ..., "length": N}
+    {"type": "chunk", "uid": ..., "kind": ..., "content": ..., "tool_calls"?: [...], ...}   (N lines)
+    {"type": "ancestor", "id": ..., "parents": [...], "op": ..., "length": ..., "created_at": ...}
+
+Chunks keep their identity (``uid``) so a later merge still recognises shared history; ancestors
+carry lineage only (no content), so the DAG survives the trip.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from runtime.errors import InvalidInputError
+from runtime.sessions.model import Chunk, LineageNode, SessionInfo
+from runtime.sessions.store import StoredChunk
+
+FORMAT = "rath-session/1"
+
+
+@dataclass(frozen=True)
+class Document:
+    header: SessionInfo
+    chunks: list[StoredChunk]
+    ancestors: list[tuple[LineageNode, tuple[str, ...]]]
+
+
+def dump(
+    info: SessionInfo, chunks: list[StoredChunk], ancestors: list[tuple[LineageNode, tuple[str, ...]]]
+) -> str:
+    header = {
+        "type": "session",
+        "format": FORMAT,
+        **info.model_dump(mode="json", exclude={"tenant", "project"}),
+    }
+    lines = [json.dumps(header, ensure_ascii=False, sort_keys=True)]
+    for sc in chunks:
+        lines.append(json.dumps({"type": "chunk", "uid": sc.uid, **sc.chunk.public()}, ensure_ascii=False))
+    for node, parents in ancestors:
+        row = {"type": "ancestor", "parents": list(parents), **node.model_dump(mode="json", exclude={"stub"})}
+        lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True))
+    return "\n".join(lines) + "\n"
+
+
+def _fail(line_no: int, what: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"line {line_no} of the JSONL: {what}. Pass the text `session_export` produced, unchanged "
+        f"(first line type 'session' with format {FORMAT!r}, then its chunks, then its ancestors)."
+    )
+
+
+def parse(text: str) -> Document:
+    """Parse and fully validate an export; raises ``InvalidInputError`` naming the bad line."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError("the JSONL is empty; pass the text that session_export returned")
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict) or "type" not in row:
+            raise _fail(line_no, "each line must be a JSON object with a 'type'")
+        rows.append((line_no, row))
+    line_no, first = rows[0]
+    if first.get("type") != "session" or first.get("format") != FORMAT:
+        raise _fail(line_no, f"the first line must be the session header with format {FORMAT!r}")
+    body = {k: v for k, v in first.items() if k not in ("type", "format")}
+    try:
+        header = SessionInfo.model_validate(body)
+    except ValidationError as exc:
+        raise _fail(line_no, f"bad session header: {_brief(exc)}") from None
+    chunks: list[StoredChunk] = []
+    ancestors: list[tuple[LineageNode, tuple[str, ...]]] = []
+    for line_no, row in rows[1:]:
+        kind = row.pop("type")
+        try:
+            if kind == "chunk":
+                if ancestors:
+                    raise _fail(line_no, "chunk lines must come before ancestor lines")
+                uid = row.pop("uid", None)
+                if not isinstance(uid, str) or not uid:
+                    raise _fail(line_no, "a chunk needs its 'uid'")
+                chunks.append(StoredChunk(uid, Chunk.model_validate(row)))
+            elif kind == "ancestor":
+                parents = row.pop("parents", [])
+                if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+                    raise _fail(line_no, "an ancestor's 'parents' must be a list of ids")
+                ancestors.append((LineageNode.model_validate(row), tuple(parents)))
+            else:
+                raise _fail(line_no, f"unknown line type {kind!r} (expected 'chunk' or 'ancestor')")
+        except ValidationError as exc:
+            raise _fail(line_no, _brief(exc)) from None
+    if len(chunks) != header.length:
+        raise InvalidInputError(
+            f"the header says {header.length} chunks but the JSONL holds {len(chunks)}; "
+            "the export was cut or edited — export the session again"
+        )
+    return Document(header, chunks, ancestors)
+
+
+def _brief(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())

@@ -1,0 +1,61 @@
+"""Tables of the Session engine.
+
+Chunks live in *segments*: a segment is a run of chunks appended contiguously, and may continue
+a prefix of a parent segment. A session points at ``(segment_id, length)``; its chunks are the
+segment chain's prefix of that length. Appending at the tip of a segment extends it in place
+(others holding a shorter length still see their own prefix); appending anywhere else starts a
+new segment whose parent is ``(segment, length)``. So fork and detach copy nothing, and append
+writes only the new chunks.
+"""
+
+from runtime.store.sqlite import Migration
+
+MIGRATIONS = [
+    Migration(
+        "0001_sessions",
+        """
+        CREATE TABLE segments (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            parent_id TEXT REFERENCES segments(id),
+            parent_length INTEGER NOT NULL DEFAULT 0,
+            tip INTEGER NOT NULL
+        );
+        CREATE TABLE chunks (
+            segment_id TEXT NOT NULL REFERENCES segments(id),
+            idx INTEGER NOT NULL,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            PRIMARY KEY (segment_id, idx)
+        ) WITHOUT ROWID;
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            op TEXT NOT NULL,
+            segment_id TEXT REFERENCES segments(id),
+            length INTEGER NOT NULL,
+            placement TEXT NOT NULL,
+            usage TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            stub INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_scope ON sessions (tenant, project, stub, id);
+        CREATE TABLE session_parents (
+            child_id TEXT NOT NULL REFERENCES sessions(id),
+            ord INTEGER NOT NULL,
+            parent_id TEXT NOT NULL,
+            PRIMARY KEY (child_id, ord)
+        ) WITHOUT ROWID;
+        CREATE INDEX session_parents_parent ON session_parents (parent_id);
+        """,
+    ),
+]

@@ -1,0 +1,357 @@
+"""The Session engine: create, append, fork, detach, merge, lineage — over any ``SessionStore``.
+
+Every operation yields new immutable snapshots; nothing is ever modified in place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from runtime.errors import InvalidInputError, NotFoundError
+from runtime.sessions import jsonl
+from runtime.sessions.model import (
+    Chunk,
+    LineageGraph,
+    Placement,
+    Session,
+    SessionInfo,
+    SessionOp,
+    Usage,
+)
+from runtime.sessions.store import NewSession, SessionStore, StoredChunk
+
+MergeStrategy = Literal["append", "concat"]
+MAX_FORK_COUNT = 64
+
+
+def _uid() -> str:
+    return os.urandom(8).hex()
+
+
+def _fresh(chunks: Iterable[Chunk]) -> tuple[StoredChunk, ...]:
+    return tuple(StoredChunk(_uid(), c) for c in chunks)
+
+
+def _as_chunks(items: Iterable[Chunk | dict[str, Any]]) -> list[Chunk]:
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, Chunk):
+            out.append(item)
+            continue
+        try:
+            out.append(Chunk.model_validate(item))
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"chunk {i} is not valid: {exc}. A chunk is {{kind: system|user|assistant|tool_result, "
+                "content, tool_calls?, tool_call_id?, name?}"
+            ) from None
+    return out
+
+
+class SessionService:
+    """Session operations for one tenant/project, reached as ``runtime.sessions``."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    # -- reading ---------------------------------------------------------------------------
+    async def get(self, session_id: str) -> Session:
+        """The whole session, chunks included."""
+        info = await self.store.info(session_id)
+        stored = await self.store.chunks(session_id)
+        return Session(**info.model_dump(), chunks=tuple(sc.chunk for sc in stored))
+
+    async def info(self, session_id: str) -> SessionInfo:
+        """The session without its chunks (cheap at any length)."""
+        return await self.store.info(session_id)
+
+    async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[Chunk]:
+        """A page of a session's chunks."""
+        if offset < 0 or (limit is not None and limit < 0):
+            raise InvalidInputError("offset and limit must be zero or more")
+        return [sc.chunk for sc in await self.store.chunks(session_id, offset, limit)]
+
+    async def list(self, cursor: str | None = None, limit: int = 50) -> tuple[list[SessionInfo], str | None]:
+        """Sessions newest first; returns a page and the cursor of the next page (None at the end)."""
+        if not 1 <= limit <= 500:
+            raise InvalidInputError("limit must be between 1 and 500")
+        page = await self.store.list(cursor, limit + 1)
+        more = len(page) > limit
+        page = page[:limit]
+        return page, (page[-1].id if more and page else None)
+
+    # -- writing ---------------------------------------------------------------------------
+    async def create(
+        self,
+        chunks: Sequence[Chunk | dict[str, Any]] = (),
+        *,
+        placement: Placement | None = None,
+        metadata: dict[str, Any] | None = None,
+        usage: Usage | None = None,
+    ) -> Session:
+        """A new root session holding ``chunks``."""
+        items = _as_chunks(chunks)
+        (info,) = await self.store.insert(
+            [
+                NewSession(
+                    op="create",
+                    parents=(),
+                    chunks=_fresh(items),
+                    placement=placement or Placement(),
+                    usage=usage or Usage(),
+                    metadata=dict(metadata or {}),
+                )
+            ]
+        )
+        return Session(**info.model_dump(), chunks=tuple(items))
+
+    async def append(
+        self,
+        session_id: str,
+        chunks: Sequence[Chunk | dict[str, Any]],
+        *,
+        usage: Usage | None = None,
+        op: SessionOp = "append",
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionInfo:
+        """A new snapshot: the session plus ``chunks``; ``usage`` is added, ``metadata`` merged in.
+
+        Costs the new chunks only, whatever the session's length (no read of its history).
+        """
+        items = _as_chunks(chunks)
+        base = await self.store.info(session_id)
+        (info,) = await self.store.insert(
+            [
+                NewSession(
+                    op=op,
+                    parents=(session_id,),
+                    chunks=_fresh(items),
+                    placement=base.placement,
+                    usage=base.usage + (usage or Usage()),
+                    metadata={**base.metadata, **(metadata or {})},
+                    base_of=session_id,
+                )
+            ]
+        )
+        return info
+
+    async def fork(
+        self, session_id: str, count: int = 1, *, placements: Sequence[Placement] | None = None
+    ) -> list[SessionInfo]:
+        """``count`` children sharing the session's chunks (O(1) each: nothing is copied)."""
+        if not 1 <= count <= MAX_FORK_COUNT:
+            raise InvalidInputError(f"count must be between 1 and {MAX_FORK_COUNT}, got {count}")
+        if placements is not None and len(placements) != count:
+            raise InvalidInputError("give one placement per fork")
+        base = await self.store.info(session_id)
+        return await self.store.insert(
+            [
+                NewSession(
+                    op="fork",
+                    parents=(session_id,),
+                    chunks=(),
+                    placement=placements[i] if placements else base.placement,
+                    usage=base.usage,
+                    metadata=dict(base.metadata),
+                    base_of=session_id,
+                )
+                for i in range(count)
+            ]
+        )
+
+    async def detach(self, session_id: str) -> SessionInfo:
+        """A new root (no parents) with the same chunks, placement, usage and metadata."""
+        base = await self.store.info(session_id)
+        (info,) = await self.store.insert(
+            [
+                NewSession(
+                    op="detach",
+                    parents=(),
+                    chunks=(),
+                    placement=base.placement,
+                    usage=base.usage,
+                    metadata=dict(base.metadata),
+                    base_of=session_id,
+                )
+            ]
+        )
+        return info
+
+    async def derive(
+        self,
+        parents: Sequence[str],
+        chunks: Sequence[Chunk | dict[str, Any]],
+        *,
+        op: SessionOp,
+        usage: Usage | None = None,
+        metadata: dict[str, Any] | None = None,
+        placement: Placement | None = None,
+    ) -> SessionInfo:
+        """A session with new content whose lineage points at ``parents`` (compress, run results)."""
+        items = _as_chunks(chunks)
+        infos = [await self.store.info(p) for p in parents]
+        first = infos[0] if infos else None
+        (info,) = await self.store.insert(
+            [
+                NewSession(
+                    op=op,
+                    parents=tuple(parents),
+                    chunks=_fresh(items),
+                    placement=placement or (first.placement if first else Placement()),
+                    usage=usage if usage is not None else (first.usage if first else Usage()),
+                    metadata=dict(metadata if metadata is not None else (first.metadata if first else {})),
+                )
+            ]
+        )
+        return info
+
+    async def merge(self, session_ids: Sequence[str], strategy: MergeStrategy = "append") -> SessionInfo:
+        """Join branches into one session.
+
+        ``append`` (default): the prefix the branches share, once, then each branch's own chunks in
+        argument order; usage is the common ancestor's plus each branch's delta. ``concat``:
+        OpenRath's plain concatenation of every branch's chunks, usage summed.
+        """
+        ids = list(session_ids)
+        if len(ids) < 2:
+            raise InvalidInputError("merge needs at least two session ids")
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("merge got the same session id twice; pass each branch once")
+        if strategy not in ("append", "concat"):
+            raise InvalidInputError(f"unknown merge strategy {strategy!r}; use 'append' or 'concat'")
+        infos = [await self.store.info(i) for i in ids]
+        branches = [await self.store.chunks(i) for i in ids]
+        metadata: dict[str, Any] = {}
+        for info in infos:
+            metadata.update(info.metadata)
+        if strategy == "concat":
+            usage = sum((i.usage for i in infos), Usage())
+            rest = [StoredChunk(sc.uid, sc.chunk) for branch in branches[1:] for sc in branch]
+            prefix_len = len(branches[0])
+        else:
+            usage = await self._merged_usage(ids, infos)
+            prefix_len = _shared_prefix(branches)
+            seen = {sc.uid for sc in branches[0]}
+            rest = []
+            for branch in branches[1:]:
+                for sc in branch[prefix_len:]:
+                    if sc.uid not in seen:
+                        seen.add(sc.uid)
+                        rest.append(sc)
+        # The first branch's chunks are shared as they are; the others' new chunks are copied
+        # after them, keeping their uid so later merges still recognise them.
+        (info,) = await self.store.insert(
+            [
+                NewSession(
+                    op="merge",
+                    parents=tuple(ids),
+                    chunks=tuple(rest),
+                    placement=infos[0].placement,
+                    usage=usage,
+                    metadata={**metadata, "merge_strategy": strategy, "shared_prefix": prefix_len},
+                    base_of=ids[0],
+                )
+            ]
+        )
+        return info
+
+    async def _merged_usage(self, ids: list[str], infos: list[SessionInfo]) -> Usage:
+        ancestry = [await self.store.ancestors_usage(i) for i in ids]
+        common = set(ancestry[0]).intersection(*ancestry[1:])
+        if not common:
+            return sum((i.usage for i in infos), Usage())
+        # The nearest common ancestor: the one with the largest accumulated usage, then closest.
+        best = max(
+            common, key=lambda a: (ancestry[0][a][1].total_tokens, -sum(anc[a][0] for anc in ancestry))
+        )
+        base = ancestry[0][best][1]
+        return base + sum((i.usage.minus(base) for i in infos), Usage())
+
+    # -- lineage -----------------------------------------------------------------------------
+    async def lineage(
+        self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True
+    ) -> LineageGraph:
+        """The lineage DAG within ``depth`` steps of a session: nodes, edges, and ``.mermaid()``."""
+        if not 1 <= depth <= 1000:
+            raise InvalidInputError("depth must be between 1 and 1000")
+        nodes, edges = await self.store.lineage(session_id, depth, up=up, down=down)
+        return LineageGraph(root=session_id, nodes=tuple(nodes), edges=tuple(edges))
+
+    async def ancestors(self, session_id: str, depth: int = 1000) -> list[str]:
+        """Ids of every ancestor within ``depth`` steps, oldest first."""
+        graph = await self.lineage(session_id, depth, down=False)
+        return [n.id for n in graph.nodes if n.id != session_id]
+
+    async def descendants(self, session_id: str, depth: int = 1000) -> list[str]:
+        """Ids of every descendant within ``depth`` steps, oldest first."""
+        graph = await self.lineage(session_id, depth, up=False)
+        return [n.id for n in graph.nodes if n.id != session_id]
+
+    # -- JSONL -------------------------------------------------------------------------------
+    async def export_jsonl(self, session_id: str) -> str:
+        """The session as JSONL: a header line, one line per chunk, then its ancestry (lineage only)."""
+        info = await self.store.info(session_id)
+        stored = await self.store.chunks(session_id)
+        graph = await self.lineage(session_id, 1000, down=False)
+        parents: dict[str, list[str]] = {}
+        for edge in graph.edges:
+            parents.setdefault(edge.child, []).append(edge.parent)
+        return jsonl.dump(
+            info, stored, [(n, tuple(parents.get(n.id, []))) for n in graph.nodes if n.id != session_id]
+        )
+
+    async def import_jsonl(self, text: str) -> SessionInfo:
+        """Restore an exported session under its own id, with its lineage. Idempotent.
+
+        Importing the same file twice returns the same session; an id that exists here with
+        different content is a clear error. Malformed input writes nothing.
+        """
+        doc = jsonl.parse(text)
+        header = doc.header
+        if await self.store.exists([header.id]):
+            try:
+                current: SessionInfo | None = await self.store.info(header.id)
+            except NotFoundError:
+                current = None  # known here only as an ancestor of an earlier import: fill it in
+            if current is not None:
+                same = await self.store.chunks(header.id)
+                if (
+                    [sc.chunk for sc in same] == [c.chunk for c in doc.chunks]
+                    and current.usage == header.usage
+                    and current.metadata == header.metadata
+                    and current.parents == header.parents
+                ):
+                    return current
+                raise InvalidInputError(
+                    f"session {header.id} already exists here with different content; "
+                    "import into another home, or export the existing one to compare"
+                )
+        if doc.ancestors:
+            await self.store.insert_stubs(list(doc.ancestors))
+        (info,) = await self.store.insert(
+            [
+                NewSession(
+                    op=header.op,
+                    parents=header.parents,
+                    chunks=tuple(doc.chunks),
+                    placement=header.placement,
+                    usage=header.usage,
+                    metadata=header.metadata,
+                    id=header.id,
+                    created_at=header.created_at,
+                )
+            ]
+        )
+        return info
+
+
+def _shared_prefix(branches: list[list[StoredChunk]]) -> int:
+    """Length of the longest prefix every branch shares, by chunk identity."""
+    n = min(len(b) for b in branches)
+    for i in range(n):
+        uid = branches[0][i].uid
+        if any(b[i].uid != uid for b in branches[1:]):
+            return i
+    return n

@@ -1,0 +1,377 @@
+"""Persistence of sessions: the ``SessionStore`` protocol and its SQLite implementation.
+
+The store knows rows and segments; the semantics of fork, merge and lineage live in
+``runtime.sessions.service`` so that every store implementation shares them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runtime.errors import NotFoundError
+from runtime.ids import new_id, now
+from runtime.sessions.model import (
+    Chunk,
+    LineageEdge,
+    LineageNode,
+    Placement,
+    SessionInfo,
+    SessionOp,
+    Usage,
+)
+from runtime.store.sqlite import SQLiteDatabase
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk with its identity: ``uid`` survives copies (merge, import) and names the same message."""
+
+    uid: str
+    chunk: Chunk
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """What a write of one session needs. ``base_of`` shares another session's chunks (no copy)."""
+
+    op: SessionOp
+    parents: tuple[str, ...]
+    chunks: tuple[StoredChunk, ...]
+    placement: Placement
+    usage: Usage
+    metadata: dict[str, Any]
+    base_of: str | None = None
+    id: str | None = None
+    created_at: float | None = None
+
+
+class SessionStore(Protocol):
+    """What the session engine needs from a store. Every call is scoped to one tenant/project."""
+
+    async def insert(self, sessions: list[NewSession]) -> list[SessionInfo]: ...
+    async def insert_stubs(self, nodes: list[tuple[LineageNode, tuple[str, ...]]]) -> None: ...
+    async def info(self, session_id: str) -> SessionInfo: ...
+    async def exists(self, session_ids: list[str]) -> set[str]: ...
+    async def chunks(
+        self, session_id: str, offset: int = 0, limit: int | None = None
+    ) -> list[StoredChunk]: ...
+    async def list(self, after: str | None, limit: int) -> list[SessionInfo]: ...
+    async def lineage(
+        self, session_id: str, depth: int, *, up: bool, down: bool
+    ) -> tuple[list[LineageNode], list[LineageEdge]]: ...
+    async def ancestors_usage(self, session_id: str) -> dict[str, tuple[int, Usage]]: ...
+
+
+_SELECT_INFO = (
+    "SELECT s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
+    " (SELECT json_group_array(parent_id) FROM (SELECT parent_id FROM session_parents p"
+    "  WHERE p.child_id = s.id ORDER BY ord)) AS parents FROM sessions s"
+)
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    return SessionInfo(
+        id=row["id"],
+        parents=tuple(json.loads(row["parents"])),
+        op=row["op"],
+        length=row["length"],
+        placement=Placement.model_validate_json(row["placement"]),
+        usage=Usage.model_validate_json(row["usage"]),
+        metadata=json.loads(row["metadata"]),
+        created_at=row["created_at"],
+        tenant=row["tenant"],
+        project=row["project"],
+    )
+
+
+def _chunk_row(row: sqlite3.Row) -> StoredChunk:
+    tool_calls = json.loads(row["tool_calls"]) if row["tool_calls"] is not None else None
+    chunk = Chunk(
+        kind=row["kind"],
+        content=row["content"],
+        tool_calls=tool_calls,
+        tool_call_id=row["tool_call_id"],
+        name=row["name"],
+    )
+    return StoredChunk(row["uid"], chunk)
+
+
+class SQLiteSessionStore:
+    """Sessions, segments of chunks and lineage edges in the embedded SQLite database."""
+
+    def __init__(self, db: SQLiteDatabase, tenant: str, project: str) -> None:
+        self.db = db
+        self.tenant = tenant
+        self.project = project
+
+    # -- writes ---------------------------------------------------------------------------
+    async def insert(self, sessions: list[NewSession]) -> list[SessionInfo]:
+        """Write sessions in one transaction (all or none) and return them."""
+        return await self.db.write(lambda conn: [self._insert_one(conn, s) for s in sessions])
+
+    def _insert_one(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
+        segment_id, length = None, 0
+        if new.base_of is not None:
+            row = self._row(conn, new.base_of, "segment_id, length")
+            segment_id, length = row["segment_id"], row["length"]
+        if new.chunks:
+            segment_id, length = self._extend(conn, segment_id, length, new.chunks)
+        session_id = new.id or new_id("ses")
+        if new.id is not None:  # an import may fill in a session known so far only from lineage
+            conn.execute(
+                "DELETE FROM session_parents WHERE child_id = ? AND child_id IN"
+                " (SELECT id FROM sessions WHERE id = ? AND stub = 1)",
+                (new.id, new.id),
+            )
+            conn.execute("DELETE FROM sessions WHERE id = ? AND stub = 1", (new.id,))
+        created_at = new.created_at if new.created_at is not None else now()
+        conn.execute(
+            "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
+            " created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                session_id,
+                self.tenant,
+                self.project,
+                new.op,
+                segment_id,
+                length,
+                new.placement.model_dump_json(),
+                new.usage.model_dump_json(),
+                json.dumps(new.metadata, sort_keys=True),
+                created_at,
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)",
+            [(session_id, i, p) for i, p in enumerate(new.parents)],
+        )
+        return SessionInfo(
+            id=session_id,
+            parents=new.parents,
+            op=new.op,
+            length=length,
+            placement=new.placement,
+            usage=new.usage,
+            metadata=new.metadata,
+            created_at=created_at,
+            tenant=self.tenant,
+            project=self.project,
+        )
+
+    def _extend(
+        self, conn: sqlite3.Connection, segment_id: str | None, length: int, chunks: tuple[StoredChunk, ...]
+    ) -> tuple[str, int]:
+        """Add chunks after ``(segment_id, length)``: in place at a segment's tip, else in a new segment."""
+        at_tip = False
+        if segment_id is not None:
+            tip = conn.execute("SELECT tip FROM segments WHERE id = ?", (segment_id,)).fetchone()[0]
+            at_tip = tip == length
+        end = length + len(chunks)
+        if at_tip:
+            assert segment_id is not None
+            conn.execute("UPDATE segments SET tip = ? WHERE id = ?", (end, segment_id))
+            target = segment_id
+        else:
+            target = new_id("seg")
+            conn.execute(
+                "INSERT INTO segments (id, tenant, project, parent_id, parent_length, tip) VALUES (?,?,?,?,?,?)",
+                (target, self.tenant, self.project, segment_id, length, end),
+            )
+        conn.executemany(
+            "INSERT INTO chunks (segment_id, idx, tenant, project, uid, kind, content, tool_calls,"
+            " tool_call_id, name) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    target,
+                    length + i,
+                    self.tenant,
+                    self.project,
+                    sc.uid,
+                    sc.chunk.kind,
+                    sc.chunk.content,
+                    json.dumps([tc.model_dump(mode="json") for tc in sc.chunk.tool_calls])
+                    if sc.chunk.tool_calls is not None
+                    else None,
+                    sc.chunk.tool_call_id,
+                    sc.chunk.name,
+                )
+                for i, sc in enumerate(chunks)
+            ],
+        )
+        return target, end
+
+    async def insert_stubs(self, nodes: list[tuple[LineageNode, tuple[str, ...]]]) -> None:
+        """Record lineage-only nodes: ancestors of an imported session that live in another store."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            for node, parents in nodes:
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (node.id,)).fetchone():
+                    continue
+                conn.execute(
+                    "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage,"
+                    " metadata, created_at, stub) VALUES (?,?,?,?,NULL,?,?,?,?,?,1)",
+                    (
+                        node.id,
+                        self.tenant,
+                        self.project,
+                        node.op,
+                        node.length,
+                        "{}",
+                        "{}",
+                        "{}",
+                        node.created_at,
+                    ),
+                )
+                conn.executemany(
+                    "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)",
+                    [(node.id, i, p) for i, p in enumerate(parents)],
+                )
+
+        await self.db.write(write)
+
+    # -- reads ----------------------------------------------------------------------------
+    def _row(self, conn: sqlite3.Connection, session_id: str, columns: str) -> sqlite3.Row:
+        row: sqlite3.Row | None = conn.execute(
+            f"SELECT {columns} FROM sessions WHERE id = ? AND tenant = ? AND project = ? AND stub = 0",
+            (session_id, self.tenant, self.project),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(
+                f"no session {session_id!r} in {self.tenant}/{self.project}; "
+                "list sessions with session_list (or `rath-mcp sessions list`) to find a valid id"
+            )
+        return row
+
+    async def info(self, session_id: str) -> SessionInfo:
+        def read(conn: sqlite3.Connection) -> SessionInfo:
+            self._row(conn, session_id, "id")
+            row = conn.execute(_SELECT_INFO + " WHERE s.id = ?", (session_id,)).fetchone()
+            return _info(row)
+
+        return await self.db.read(read)
+
+    async def exists(self, session_ids: list[str]) -> set[str]:
+        def read(conn: sqlite3.Connection) -> set[str]:
+            marks = ",".join("?" * len(session_ids))
+            rows = conn.execute(
+                f"SELECT id FROM sessions WHERE id IN ({marks}) AND tenant = ? AND project = ?",
+                (*session_ids, self.tenant, self.project),
+            )
+            return {r[0] for r in rows}
+
+        return await self.db.read(read)
+
+    async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
+        return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
+
+    def _chunks(
+        self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None
+    ) -> list[StoredChunk]:
+        row = self._row(conn, session_id, "segment_id, length")
+        start_at, stop_at = offset, row["length"] if limit is None else min(row["length"], offset + limit)
+        ranges: list[tuple[str, int, int]] = []
+        segment, end = row["segment_id"], row["length"]
+        while segment is not None:
+            seg = conn.execute(
+                "SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)
+            ).fetchone()
+            begin = seg["parent_length"] if seg["parent_id"] is not None else 0
+            ranges.append((segment, begin, end))
+            segment, end = seg["parent_id"], seg["parent_length"]
+        out: list[StoredChunk] = []
+        for segment, begin, end in reversed(ranges):
+            lo, hi = max(begin, start_at), min(end, stop_at)
+            if lo >= hi:
+                continue
+            rows = conn.execute(
+                "SELECT uid, kind, content, tool_calls, tool_call_id, name FROM chunks"
+                " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+                (segment, lo, hi),
+            )
+            out.extend(_chunk_row(r) for r in rows)
+        return out
+
+    async def list(self, after: str | None, limit: int) -> list[SessionInfo]:
+        def read(conn: sqlite3.Connection) -> list[SessionInfo]:
+            rows = conn.execute(
+                _SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
+                " ORDER BY s.id DESC LIMIT ?",
+                (self.tenant, self.project, after or "~", limit),
+            )
+            return [_info(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def lineage(
+        self, session_id: str, depth: int, *, up: bool, down: bool
+    ) -> tuple[list[LineageNode], list[LineageEdge]]:
+        """Nodes and edges within ``depth`` steps of a session, towards ancestors and/or descendants."""
+
+        def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge]]:
+            self._row(conn, session_id, "id")
+            seen: dict[str, int] = {session_id: 0}
+            edges: set[tuple[str, str]] = set()
+            frontier = [session_id]
+            for level in range(1, depth + 1):
+                nxt: list[str] = []
+                for sid in frontier:
+                    if up:
+                        for (parent,) in conn.execute(
+                            "SELECT parent_id FROM session_parents WHERE child_id = ? ORDER BY ord", (sid,)
+                        ):
+                            edges.add((parent, sid))
+                            if parent not in seen:
+                                seen[parent] = level
+                                nxt.append(parent)
+                    if down:
+                        for (child,) in conn.execute(
+                            "SELECT p.child_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
+                            " WHERE p.parent_id = ? AND s.tenant = ? AND s.project = ?",
+                            (sid, self.tenant, self.project),
+                        ):
+                            edges.add((sid, child))
+                            if child not in seen:
+                                seen[child] = level
+                                nxt.append(child)
+                frontier = nxt
+            nodes = []
+            for sid in seen:
+                row = conn.execute(
+                    "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ?"
+                    " AND project = ?",
+                    (sid, self.tenant, self.project),
+                ).fetchone()
+                if row is None:
+                    nodes.append(LineageNode(id=sid, op="unknown", length=0, created_at=0.0, stub=True))
+                else:
+                    nodes.append(
+                        LineageNode(
+                            id=row["id"],
+                            op=row["op"],
+                            length=row["length"],
+                            created_at=row["created_at"],
+                            stub=bool(row["stub"]),
+                        )
+                    )
+            nodes.sort(key=lambda n: (n.created_at, n.id))
+            return nodes, [LineageEdge(parent=p, child=c) for p, c in sorted(edges)]
+
+        return await self.db.read(read)
+
+    async def ancestors_usage(self, session_id: str) -> dict[str, tuple[int, Usage]]:
+        """Every ancestor (and the session itself): its distance in steps and its usage."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, tuple[int, Usage]]:
+            rows = conn.execute(
+                "WITH RECURSIVE up(id, dist) AS (SELECT ?, 0 UNION"
+                " SELECT p.parent_id, up.dist + 1 FROM session_parents p JOIN up ON p.child_id = up.id)"
+                " SELECT up.id, MIN(up.dist) AS dist, s.usage FROM up JOIN sessions s ON s.id = up.id"
+                " WHERE s.stub = 0 AND s.tenant = ? AND s.project = ? GROUP BY up.id",
+                (session_id, self.tenant, self.project),
+            )
+            return {r["id"]: (r["dist"], Usage.model_validate_json(r["usage"])) for r in rows}
+
+        return await self.db.read(read)
