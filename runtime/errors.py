@@ -57,9 +57,7 @@ class LeaseLostError(StoreError):
     """A worker tried to commit with a fencing token that is no longer current."""
 
     def __init__(self, run_id: str, token: int) -> None:
-        super().__init__(
-            f"lease on run {run_id} lost: fencing token {token} is stale; the commit was refused"
-        )
+        super().__init__(f"lease on run {run_id} lost: fencing token {token} is stale; the commit was refused")
         self.run_id = run_id
         self.token = token
 

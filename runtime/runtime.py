@@ -41,9 +41,7 @@ def _check_scope(name: str, value: str) -> str:
 class Runtime:
     """The embedded runtime of one home, scoped to one tenant and project."""
 
-    def __init__(
-        self, home: Path, db: SQLiteDatabase, tenant: str, project: str, task_group: TaskGroup
-    ) -> None:
+    def __init__(self, home: Path, db: SQLiteDatabase, tenant: str, project: str, task_group: TaskGroup) -> None:
         self.home = home
         self.db = db
         self.tenant = tenant

@@ -33,9 +33,7 @@ class Document:
     ancestors: list[tuple[LineageNode, tuple[str, ...]]]
 
 
-def dump(
-    info: SessionInfo, chunks: list[StoredChunk], ancestors: list[tuple[LineageNode, tuple[str, ...]]]
-) -> str:
+def dump(info: SessionInfo, chunks: list[StoredChunk], ancestors: list[tuple[LineageNode, tuple[str, ...]]]) -> str:
     header = {
         "type": "session",
         "format": FORMAT,

@@ -73,11 +73,11 @@ class SessionService:
             raise InvalidInputError("offset and limit must be zero or more")
         return [sc.chunk for sc in await self.store.chunks(session_id, offset, limit)]
 
-    async def list(self, cursor: str | None = None, limit: int = 50) -> tuple[list[SessionInfo], str | None]:
+    async def page(self, cursor: str | None = None, limit: int = 50) -> tuple[list[SessionInfo], str | None]:
         """Sessions newest first; returns a page and the cursor of the next page (None at the end)."""
         if not 1 <= limit <= 500:
             raise InvalidInputError("limit must be between 1 and 500")
-        page = await self.store.list(cursor, limit + 1)
+        page = await self.store.page(cursor, limit + 1)
         more = len(page) > limit
         page = page[:limit]
         return page, (page[-1].id if more and page else None)
@@ -263,16 +263,12 @@ class SessionService:
         if not common:
             return sum((i.usage for i in infos), Usage())
         # The nearest common ancestor: the one with the largest accumulated usage, then closest.
-        best = max(
-            common, key=lambda a: (ancestry[0][a][1].total_tokens, -sum(anc[a][0] for anc in ancestry))
-        )
+        best = max(common, key=lambda a: (ancestry[0][a][1].total_tokens, -sum(anc[a][0] for anc in ancestry)))
         base = ancestry[0][best][1]
         return base + sum((i.usage.minus(base) for i in infos), Usage())
 
     # -- lineage -----------------------------------------------------------------------------
-    async def lineage(
-        self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True
-    ) -> LineageGraph:
+    async def lineage(self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True) -> LineageGraph:
         """The lineage DAG within ``depth`` steps of a session: nodes, edges, and ``.mermaid()``."""
         if not 1 <= depth <= 1000:
             raise InvalidInputError("depth must be between 1 and 1000")
@@ -298,9 +294,7 @@ class SessionService:
         parents: dict[str, list[str]] = {}
         for edge in graph.edges:
             parents.setdefault(edge.child, []).append(edge.parent)
-        return jsonl.dump(
-            info, stored, [(n, tuple(parents.get(n.id, []))) for n in graph.nodes if n.id != session_id]
-        )
+        return jsonl.dump(info, stored, [(n, tuple(parents.get(n.id, []))) for n in graph.nodes if n.id != session_id])
 
     async def import_jsonl(self, text: str) -> SessionInfo:
         """Restore an exported session under its own id, with its lineage. Idempotent.

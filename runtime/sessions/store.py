@@ -55,10 +55,8 @@ class SessionStore(Protocol):
     async def insert_stubs(self, nodes: list[tuple[LineageNode, tuple[str, ...]]]) -> None: ...
     async def info(self, session_id: str) -> SessionInfo: ...
     async def exists(self, session_ids: list[str]) -> set[str]: ...
-    async def chunks(
-        self, session_id: str, offset: int = 0, limit: int | None = None
-    ) -> list[StoredChunk]: ...
-    async def list(self, after: str | None, limit: int) -> list[SessionInfo]: ...
+    async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
+    async def page(self, after: str | None, limit: int) -> list[SessionInfo]: ...
     async def lineage(
         self, session_id: str, depth: int, *, up: bool, down: bool
     ) -> tuple[list[LineageNode], list[LineageEdge]]: ...
@@ -267,17 +265,13 @@ class SQLiteSessionStore:
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
         return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
 
-    def _chunks(
-        self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None
-    ) -> list[StoredChunk]:
+    def _chunks(self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None) -> list[StoredChunk]:
         row = self._row(conn, session_id, "segment_id, length")
         start_at, stop_at = offset, row["length"] if limit is None else min(row["length"], offset + limit)
         ranges: list[tuple[str, int, int]] = []
         segment, end = row["segment_id"], row["length"]
         while segment is not None:
-            seg = conn.execute(
-                "SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)
-            ).fetchone()
+            seg = conn.execute("SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)).fetchone()
             begin = seg["parent_length"] if seg["parent_id"] is not None else 0
             ranges.append((segment, begin, end))
             segment, end = seg["parent_id"], seg["parent_length"]
@@ -294,7 +288,7 @@ class SQLiteSessionStore:
             out.extend(_chunk_row(r) for r in rows)
         return out
 
-    async def list(self, after: str | None, limit: int) -> list[SessionInfo]:
+    async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         def read(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
                 _SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
@@ -340,8 +334,7 @@ class SQLiteSessionStore:
             nodes = []
             for sid in seen:
                 row = conn.execute(
-                    "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ?"
-                    " AND project = ?",
+                    "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ? AND project = ?",
                     (sid, self.tenant, self.project),
                 ).fetchone()
                 if row is None:

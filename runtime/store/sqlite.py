@@ -55,9 +55,7 @@ class _Batch:
 
 
 def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
-    )
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys=ON")
@@ -196,9 +194,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     """Apply the migrations not yet recorded, in order, under the database write lock."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-        )
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
         done: list[str] = []
         for migration in migrations:
@@ -206,9 +202,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
                 continue
             for statement in _statements(migration.sql):
                 conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now())
-            )
+            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now()))
             done.append(migration.name)
         conn.execute("COMMIT")
         return done
@@ -226,9 +220,7 @@ def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]
         has_table = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
         ).fetchone()
-        applied = (
-            {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if has_table else set()
-        )
+        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if has_table else set()
     finally:
         conn.close()
     return [m.name for m in migrations if m.name not in applied]
