@@ -1,0 +1,135 @@
+"""File operations of the local backend, each confined to the workspace (see ``paths``).
+
+These are blocking functions; ``LocalSandbox`` runs them in a worker thread. Every one resolves the
+path (refusing escapes), then opens it through a no-follow walk from an fd of the workspace root,
+so the check and the use cannot be told apart by a symlink raced in between.
+Writes go to a temporary file in the target directory and are renamed into place: a reader never
+sees half a file, and a failed write leaves the old content.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+from runtime.sandbox.base import FileEntry, NotAFileError, SandboxError, SandboxFileNotFoundError, to_bytes
+from runtime.sandbox.paths import display, open_dir_beneath, refused, resolve_inside
+
+# O_NONBLOCK: opening a FIFO someone made in the workspace must not hang; it is refused below.
+_FILE_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+class LocalFiles:
+    """Confined file access under one resolved workspace root."""
+
+    def __init__(self, root: Path, workspace: str) -> None:
+        self.root = root
+        self.workspace = workspace
+
+    def _root_fd(self) -> int:
+        return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def _missing(self, path: str) -> SandboxFileNotFoundError:
+        return SandboxFileNotFoundError(
+            f"no such file or directory {path!r} in workspace {self.workspace!r}; list_dir('.') shows what exists"
+        )
+
+    def _lstat(self, parts: tuple[str, ...]) -> os.stat_result | None:
+        """lstat of the resolved path, or None if it (or a parent) does not exist."""
+        root_fd = self._root_fd()
+        try:
+            if not parts:
+                return os.stat(root_fd)
+            with open_dir_beneath(root_fd, parts[:-1]) as dir_fd:
+                return os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        finally:
+            os.close(root_fd)
+
+    def exists(self, path: str) -> bool:
+        return self._lstat(resolve_inside(self.root, path)) is not None
+
+    def directory(self, path: str) -> Path:
+        """The absolute path of an existing directory in the workspace (a command's cwd)."""
+        parts = resolve_inside(self.root, path)
+        st = self._lstat(parts)
+        if st is None:
+            raise self._missing(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotAFileError(f"{path!r} is a file, not a directory; pass a directory as cwd")
+        return self.root.joinpath(*parts)
+
+    def read(self, path: str) -> bytes:
+        parts = resolve_inside(self.root, path)
+        if not parts:
+            raise NotAFileError("'.' is the workspace directory; read a file in it (see list_dir('.'))")
+        root_fd = self._root_fd()
+        try:
+            with open_dir_beneath(root_fd, parts[:-1]) as dir_fd:
+                fd = os.open(parts[-1], _FILE_READ, dir_fd=dir_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            raise self._missing(path) from None
+        except OSError as exc:
+            raise refused(parts, exc) from exc
+        finally:
+            os.close(root_fd)
+        with os.fdopen(fd, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise NotAFileError(f"{path!r} is a directory; use list_dir({path!r}) to see its entries")
+            if not stat.S_ISREG(mode):
+                raise NotAFileError(f"{path!r} is not a regular file (a device, FIFO or socket); it cannot be read")
+            os.set_blocking(handle.fileno(), True)
+            return handle.read()
+
+    def write(self, path: str, data: bytes | str) -> None:
+        payload = to_bytes(data)
+        assert payload is not None
+        parts = resolve_inside(self.root, path)
+        if not parts:
+            raise NotAFileError("'.' is the workspace directory; write to a file in it, e.g. 'notes.txt'")
+        root_fd = self._root_fd()
+        try:
+            with open_dir_beneath(root_fd, parts[:-1], create=True) as dir_fd:
+                self._replace(dir_fd, parts, payload)
+        except NotADirectoryError:
+            raise SandboxError(f"a parent of {path!r} is a file, not a directory; choose another path") from None
+        finally:
+            os.close(root_fd)
+
+    def _replace(self, dir_fd: int, parts: tuple[str, ...], payload: bytes) -> None:
+        name = parts[-1]
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                raise NotAFileError(f"{display(parts)!r} is a directory; choose a file path")
+        tmp = f".{name}.rath-{os.urandom(4).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+
+    def list(self, path: str = ".") -> list[FileEntry]:
+        parts = resolve_inside(self.root, path)
+        root_fd = self._root_fd()
+        try:
+            with open_dir_beneath(root_fd, parts) as dir_fd:
+                entries = []
+                for name in os.listdir(dir_fd):
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    is_dir = stat.S_ISDIR(st.st_mode)
+                    entries.append(FileEntry(name=name, is_dir=is_dir, size=0 if is_dir else st.st_size))
+        except FileNotFoundError:
+            raise self._missing(path) from None
+        except NotADirectoryError:
+            raise NotAFileError(f"{path!r} is a file, not a directory; use read_file({path!r})") from None
+        finally:
+            os.close(root_fd)
+        return sorted(entries, key=lambda e: e.name)
