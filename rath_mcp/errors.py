@@ -1,0 +1,74 @@
+"""The one place runtime errors become MCP errors.
+
+The SDK shows a plain exception raised in a tool only as ``Error executing tool X`` (its text is
+withheld on purpose, since it may be a crash). Our runtime's usage errors are written for the
+caller to read ("what was wrong and how to fix it"), so they are re-raised here as ``ToolError`` /
+``ResourceError``, whose text reaches the client. Anything else stays a crash: logged on the
+server with its traceback, never leaked to the client.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+
+from runtime.errors import NotFoundError, RathError, RunFailure, StoreError, UsageError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def describe(exc: RathError) -> str:
+    """The one-line text a caller sees for a runtime error."""
+    if isinstance(exc, RunFailure) and exc.run_id:
+        where = f"run {exc.run_id}" + (f" step {exc.step}" if exc.step else "")
+        return f"{exc} ({where})"
+    if isinstance(exc, StoreError):
+        return f"the store could not do this: {exc}; retry, or check the server's log"
+    return str(exc)
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Turn runtime errors raised inside a tool into readable ``isError`` results."""
+    try:
+        yield
+    except (UsageError, RunFailure, StoreError) as exc:
+        raise ToolError(describe(exc)) from exc
+
+
+@contextmanager
+def resource_errors() -> Iterator[None]:
+    """Turn runtime errors raised while reading a resource into MCP resource errors."""
+    try:
+        yield
+    except NotFoundError as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    except (UsageError, RunFailure, StoreError) as exc:
+        raise ResourceError(describe(exc)) from exc
+
+
+def translate_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Decorator form of :func:`tool_errors` (keeps the signature the SDK reads for schemas)."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with tool_errors():
+            return await fn(*args, **kwargs)
+
+    return wrapper
+
+
+def translate_resource(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Decorator form of :func:`resource_errors`."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with resource_errors():
+            return await fn(*args, **kwargs)
+
+    return wrapper

@@ -1,0 +1,38 @@
+"""``build_server``: the one MCP server of rath-mcp, used by every transport, the demo and tests.
+
+The runtime is opened by the caller (the CLI, a test) and outlives the server; the server holds
+no state of its own beyond live subscriptions, so a restart loses nothing durable.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from mcp.server import MCPServer
+
+from rath_mcp import resources, tools
+from runtime import Runtime
+
+SERVER_NAME = "rath-mcp"
+INSTRUCTIONS = (
+    "rath-mcp exposes a durable, session-centred multi-agent runtime. Sessions are immutable "
+    "snapshots: every change returns a new session_id; fork and merge branch and join histories. "
+    "Durable runs survive restarts; long calls return a run handle (poll with run_wait). "
+    "Interrupts wait for a human: answer them with interrupt_resolve."
+)
+
+
+def server_version() -> str:
+    """The installed distribution's version (what ``serverInfo.version`` reports)."""
+    try:
+        return version("rath-mcp")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+source"
+
+
+def build_server(rt: Runtime) -> MCPServer:
+    """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions."""
+    server: MCPServer = MCPServer(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING")
+    tools.register_all(server, rt)
+    resources.register_session_resources(server, rt)
+    return server

@@ -1,0 +1,159 @@
+"""Session tools: create, append, read, list, fork, merge, detach, lineage, export, import.
+
+Every tool is a thin call into ``rt.sessions``; runtime usage errors become readable ``isError``
+results through :mod:`rath_mcp.errors`. Nothing is half-written on error: each runtime call is one
+transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from rath_mcp.errors import translate_tool
+from rath_mcp.models import (
+    ExportResult,
+    ForkResult,
+    LineageResult,
+    SessionList,
+    SessionPage,
+    SessionSummary,
+    session_summary,
+)
+from runtime import InvalidInputError, Runtime
+from runtime.sandbox import check_workspace_name
+from runtime.sessions import Placement
+
+Role = Literal["user", "assistant", "system"]
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+SessionId = Annotated[str, Field(description="a session id, ses_…")]
+Limit = Annotated[int, Field(ge=1, le=500, description="page size, 1..500")]
+
+
+async def placement_for(rt: Runtime, workspace: str | None) -> Placement | None:
+    """The placement a new session gets for ``workspace`` on the runtime's default backend."""
+    if workspace is None:
+        return None
+    name = check_workspace_name(workspace)
+    sandboxes: Any = getattr(rt, "sandboxes", None)
+    backend = getattr(sandboxes, "default_backend", None) if sandboxes is not None else None
+    return Placement(backend=backend, workspace=name) if isinstance(backend, str) else Placement(workspace=name)
+
+
+async def fork_placements(rt: Runtime, base: Placement, count: int) -> list[Placement] | None:
+    """One fresh workspace per fork (a copy of the parent's), when the sandbox layer can isolate."""
+    sandboxes: Any = getattr(rt, "sandboxes", None)
+    if sandboxes is None or not hasattr(sandboxes, "isolate"):
+        raise InvalidInputError(
+            "isolate_workspace=true needs the sandbox layer, which this server does not have; "
+            "fork without isolate_workspace"
+        )
+    return [await sandboxes.isolate(base) for _ in range(count)]
+
+
+def register(server: MCPServer, rt: Runtime) -> None:
+    """Add the session tools to ``server``, bound to ``rt``."""
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def session_create(
+        message: Annotated[str | None, Field(description="first message of the session")] = None,
+        role: Annotated[Role, Field(description="kind of the first message")] = "user",
+        system: Annotated[str | None, Field(description="a system prompt, placed first")] = None,
+        workspace: Annotated[str | None, Field(description="sandbox workspace name for the session's tools")] = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionSummary:
+        """Create a new root session, optionally with a system prompt and a first message."""
+        chunks: list[dict[str, Any]] = []
+        if system is not None:
+            chunks.append({"kind": "system", "content": system})
+        if message is not None:
+            chunks.append({"kind": role, "content": message})
+        info = await rt.sessions.create(chunks, placement=await placement_for(rt, workspace), metadata=metadata)
+        return session_summary(info)
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def session_append(session_id: SessionId, content: str, role: Role = "user") -> SessionSummary:
+        """Append a message; returns the id of the new snapshot (the old one is unchanged)."""
+        return session_summary(await rt.sessions.append(session_id, [{"kind": role, "content": content}]))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def session_get(
+        session_id: SessionId, offset: Annotated[int, Field(ge=0)] = 0, limit: Limit = 50
+    ) -> SessionPage:
+        """A session's fields and one page of its chunks (oldest first)."""
+        info = await rt.sessions.info(session_id)
+        chunks = await rt.sessions.chunks(session_id, offset, limit)
+        end = offset + len(chunks)
+        return SessionPage(
+            **session_summary(info).model_dump(),
+            chunks=[c.public() for c in chunks],
+            offset=offset,
+            next_offset=end if end < info.length else None,
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def session_list(cursor: str | None = None, limit: Limit = 50) -> SessionList:
+        """Sessions, newest first, one page at a time."""
+        page, next_cursor = await rt.sessions.page(cursor, limit)
+        return SessionList(sessions=[session_summary(i) for i in page], next_cursor=next_cursor)
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def session_fork(
+        session_id: SessionId,
+        count: Annotated[int, Field(ge=1, le=64)] = 1,
+        isolate_workspace: Annotated[bool, Field(description="give each fork its own copy of the workspace")] = False,
+    ) -> ForkResult:
+        """Fork a session into ``count`` children that share its history (O(1): nothing is copied)."""
+        placements = None
+        if isolate_workspace:
+            base = await rt.sessions.info(session_id)
+            placements = await fork_placements(rt, base.placement, count)
+        forks = await rt.sessions.fork(session_id, count, placements=placements)
+        return ForkResult(session_ids=[f.id for f in forks], parent_id=session_id)
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def session_merge(
+        session_ids: Annotated[list[str], Field(min_length=2, description="two or more session ids")],
+        strategy: Literal["append", "concat"] = "append",
+    ) -> SessionSummary:
+        """Merge branches: their shared history once, then each branch's own chunks in argument order."""
+        return session_summary(await rt.sessions.merge(session_ids, strategy))
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def session_detach(session_id: SessionId) -> SessionSummary:
+        """A new root session with the same chunks and placement, but no parents."""
+        return session_summary(await rt.sessions.detach(session_id))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def session_lineage(session_id: SessionId, depth: Annotated[int, Field(ge=1, le=1000)] = 20) -> LineageResult:
+        """The lineage DAG around a session: nodes, edges and a Mermaid diagram."""
+        return LineageResult.of(await rt.sessions.lineage(session_id, depth))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def session_export(session_id: SessionId) -> Annotated[CallToolResult, ExportResult]:
+        """The session as JSONL (header, chunks with content, then its ancestry) for session_import."""
+        text = await rt.sessions.export_jsonl(session_id)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=ExportResult(session_id=session_id, jsonl=text).model_dump(mode="json"),
+        )
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def session_import(jsonl: Annotated[str, Field(description="text made by session_export")]) -> SessionSummary:
+        """Restore an exported session under its own id, with its lineage (importing twice is a no-op)."""
+        return session_summary(await rt.sessions.import_jsonl(jsonl))
