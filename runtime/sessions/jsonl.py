@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runtime.errors import InvalidInputError
+from runtime.ids import is_id
 from runtime.sessions.model import Chunk, LineageNode, SessionInfo
 from runtime.sessions.store import StoredChunk
 
@@ -78,6 +79,7 @@ def parse(text: str) -> Document:
         header = SessionInfo.model_validate(body)
     except ValidationError as exc:
         raise _fail(line_no, f"bad session header: {_brief(exc)}") from None
+    _check_ids(line_no, [header.id, *header.parents])
     chunks: list[StoredChunk] = []
     ancestors: list[tuple[LineageNode, tuple[str, ...]]] = []
     for line_no, row in rows[1:]:
@@ -94,7 +96,9 @@ def parse(text: str) -> Document:
                 parents = row.pop("parents", [])
                 if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
                     raise _fail(line_no, "an ancestor's 'parents' must be a list of ids")
-                ancestors.append((LineageNode.model_validate(row), tuple(parents)))
+                node = LineageNode.model_validate(row)
+                _check_ids(line_no, [node.id, *parents])
+                ancestors.append((node, tuple(parents)))
             else:
                 raise _fail(line_no, f"unknown line type {kind!r} (expected 'chunk' or 'ancestor')")
         except ValidationError as exc:
@@ -105,6 +109,12 @@ def parse(text: str) -> Document:
             "the export was cut or edited — export the session again"
         )
     return Document(header, chunks, ancestors)
+
+
+def _check_ids(line_no: int, ids: list[str]) -> None:
+    bad = [i for i in ids if not is_id(i, "ses")]
+    if bad:
+        raise _fail(line_no, f"{bad[0]!r} is not a session id (ses_ followed by 24 hex digits)")
 
 
 def _brief(exc: ValidationError) -> str:

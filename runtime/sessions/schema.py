@@ -6,6 +6,10 @@ segment chain's prefix of that length. Appending at the tip of a segment extends
 (others holding a shorter length still see their own prefix); appending anywhere else starts a
 new segment whose parent is ``(segment, length)``. So fork and detach copy nothing, and append
 writes only the new chunks.
+
+``own_usage`` (0002) is the usage a session added over its parents' history; a session's usage is
+the sum of ``own_usage`` over its ancestry, which is what lets merge count shared usage once.
+Rows written before 0002 have it only when they are roots; the others count as adding nothing.
 """
 
 from runtime.store.sqlite import Migration
@@ -56,6 +60,14 @@ MIGRATIONS = [
             PRIMARY KEY (child_id, ord)
         ) WITHOUT ROWID;
         CREATE INDEX session_parents_parent ON session_parents (parent_id);
+        """,
+    ),
+    Migration(
+        "0002_session_own_usage",
+        """
+        ALTER TABLE sessions ADD COLUMN own_usage TEXT;
+        UPDATE sessions SET own_usage = usage WHERE stub = 0
+            AND NOT EXISTS (SELECT 1 FROM session_parents p WHERE p.child_id = sessions.id);
         """,
     ),
 ]

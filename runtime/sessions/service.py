@@ -5,12 +5,14 @@ Every operation yields new immutable snapshots; nothing is ever modified in plac
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.sessions import jsonl
+from runtime.sessions.merge import merged_tail, total_usage
 from runtime.sessions.model import (
     Chunk,
     LineageGraph,
@@ -48,6 +50,23 @@ def _as_chunks(items: Iterable[Chunk | dict[str, Any]]) -> list[Chunk]:
                 "content, tool_calls?, tool_call_id?, name?}"
             ) from None
     return out
+
+
+def _json_object(value: dict[str, Any] | None) -> dict[str, Any]:
+    """``metadata`` as it will read back: a JSON object (tuples become lists); else a clear error."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"metadata must be a JSON object (a dict), got {type(value).__name__}")
+    if not all(isinstance(k, str) for k in value):
+        raise InvalidInputError("metadata keys must be strings")
+    try:
+        normal: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"metadata must be plain JSON (str, number, bool, null, list, dict; no NaN): {exc}"
+        ) from None
+    return normal
 
 
 class SessionService:
@@ -101,7 +120,7 @@ class SessionService:
                     chunks=_fresh(items),
                     placement=placement or Placement(),
                     usage=usage or Usage(),
-                    metadata=dict(metadata or {}),
+                    metadata=_json_object(metadata),
                 )
             ]
         )
@@ -130,8 +149,9 @@ class SessionService:
                     chunks=_fresh(items),
                     placement=base.placement,
                     usage=base.usage + (usage or Usage()),
-                    metadata={**base.metadata, **(metadata or {})},
+                    metadata={**base.metadata, **_json_object(metadata)},
                     base_of=session_id,
+                    own_usage=usage or Usage(),
                 )
             ]
         )
@@ -156,6 +176,7 @@ class SessionService:
                     usage=base.usage,
                     metadata=dict(base.metadata),
                     base_of=session_id,
+                    own_usage=Usage(),
                 )
                 for i in range(count)
             ]
@@ -189,10 +210,16 @@ class SessionService:
         metadata: dict[str, Any] | None = None,
         placement: Placement | None = None,
     ) -> SessionInfo:
-        """A session with new content whose lineage points at ``parents`` (compress, run results)."""
+        """A session with new content whose lineage points at ``parents`` (compress, run results).
+
+        ``usage`` is the session's whole usage; by default that of the parents' history (each
+        ancestor once), so a run or compress result carries what led to it.
+        """
         items = _as_chunks(chunks)
         infos = [await self.store.info(p) for p in parents]
         first = infos[0] if infos else None
+        shared = total_usage((await self.store.ancestry(list(parents))).values()) if parents else Usage()
+        total = usage if usage is not None else shared
         (info,) = await self.store.insert(
             [
                 NewSession(
@@ -200,8 +227,9 @@ class SessionService:
                     parents=tuple(parents),
                     chunks=_fresh(items),
                     placement=placement or (first.placement if first else Placement()),
-                    usage=usage if usage is not None else (first.usage if first else Usage()),
-                    metadata=dict(metadata if metadata is not None else (first.metadata if first else {})),
+                    usage=total,
+                    metadata=_json_object(metadata) if metadata is not None else dict(first.metadata if first else {}),
+                    own_usage=total.minus(shared),
                 )
             ]
         )
@@ -211,8 +239,10 @@ class SessionService:
         """Join branches into one session.
 
         ``append`` (default): the prefix the branches share, once, then each branch's own chunks in
-        argument order; usage is the common ancestor's plus each branch's delta. ``concat``:
-        OpenRath's plain concatenation of every branch's chunks, usage summed.
+        argument order; usage is the common ancestor's plus each branch's delta (precisely: every
+        session of the branches' joint history counted once, see ``runtime.sessions.merge``), the
+        plain sum when they share no ancestor. ``concat``: OpenRath's plain concatenation of every
+        branch's chunks, usage summed. The first branch's placement is kept.
         """
         ids = list(session_ids)
         if len(ids) < 2:
@@ -226,20 +256,13 @@ class SessionService:
         metadata: dict[str, Any] = {}
         for info in infos:
             metadata.update(info.metadata)
+        shared = total_usage((await self.store.ancestry(ids)).values())  # each ancestor once
         if strategy == "concat":
             usage = sum((i.usage for i in infos), Usage())
-            rest = [StoredChunk(sc.uid, sc.chunk) for branch in branches[1:] for sc in branch]
-            prefix_len = len(branches[0])
+            prefix_len, rest = 0, [sc for branch in branches[1:] for sc in branch]
         else:
-            usage = await self._merged_usage(ids, infos)
-            prefix_len = _shared_prefix(branches)
-            seen = {sc.uid for sc in branches[0]}
-            rest = []
-            for branch in branches[1:]:
-                for sc in branch[prefix_len:]:
-                    if sc.uid not in seen:
-                        seen.add(sc.uid)
-                        rest.append(sc)
+            usage = shared
+            prefix_len, rest = merged_tail(branches)
         # The first branch's chunks are shared as they are; the others' new chunks are copied
         # after them, keeping their uid so later merges still recognise them.
         (info,) = await self.store.insert(
@@ -252,20 +275,11 @@ class SessionService:
                     usage=usage,
                     metadata={**metadata, "merge_strategy": strategy, "shared_prefix": prefix_len},
                     base_of=ids[0],
+                    own_usage=usage.minus(shared),  # concat counts shared usage again: that is its own
                 )
             ]
         )
         return info
-
-    async def _merged_usage(self, ids: list[str], infos: list[SessionInfo]) -> Usage:
-        ancestry = [await self.store.ancestors_usage(i) for i in ids]
-        common = set(ancestry[0]).intersection(*ancestry[1:])
-        if not common:
-            return sum((i.usage for i in infos), Usage())
-        # The nearest common ancestor: the one with the largest accumulated usage, then closest.
-        best = max(common, key=lambda a: (ancestry[0][a][1].total_tokens, -sum(anc[a][0] for anc in ancestry)))
-        base = ancestry[0][best][1]
-        return base + sum((i.usage.minus(base) for i in infos), Usage())
 
     # -- lineage -----------------------------------------------------------------------------
     async def lineage(self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True) -> LineageGraph:
@@ -322,30 +336,17 @@ class SessionService:
                     f"session {header.id} already exists here with different content; "
                     "import into another home, or export the existing one to compare"
                 )
-        if doc.ancestors:
-            await self.store.insert_stubs(list(doc.ancestors))
-        (info,) = await self.store.insert(
-            [
-                NewSession(
-                    op=header.op,
-                    parents=header.parents,
-                    chunks=tuple(doc.chunks),
-                    placement=header.placement,
-                    usage=header.usage,
-                    metadata=header.metadata,
-                    id=header.id,
-                    created_at=header.created_at,
-                )
-            ]
+        known = await self.store.ancestry(list(header.parents)) if header.parents else {}
+        new = NewSession(
+            own_usage=header.usage.minus(total_usage(known.values())),
+            op=header.op,
+            parents=header.parents,
+            chunks=tuple(doc.chunks),
+            placement=header.placement,
+            usage=header.usage,
+            metadata=header.metadata,
+            id=header.id,
+            created_at=header.created_at,
         )
+        (info,) = await self.store.insert([new], stubs=doc.ancestors)  # one transaction: all or nothing
         return info
-
-
-def _shared_prefix(branches: list[list[StoredChunk]]) -> int:
-    """Length of the longest prefix every branch shares, by chunk identity."""
-    n = min(len(b) for b in branches)
-    for i in range(n):
-        uid = branches[0][i].uid
-        if any(b[i].uid != uid for b in branches[1:]):
-            return i
-    return n

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.errors import NotFoundError
+from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.sessions.model import (
     Chunk,
@@ -46,13 +47,17 @@ class NewSession:
     base_of: str | None = None
     id: str | None = None
     created_at: float | None = None
+    own_usage: Usage | None = None  # what it adds over its parents' history; None: all of ``usage``
+
+
+#: A lineage-only node (an ancestor known from an import) and its parents.
+Stub = tuple[LineageNode, tuple[str, ...]]
 
 
 class SessionStore(Protocol):
     """What the session engine needs from a store. Every call is scoped to one tenant/project."""
 
-    async def insert(self, sessions: list[NewSession]) -> list[SessionInfo]: ...
-    async def insert_stubs(self, nodes: list[tuple[LineageNode, tuple[str, ...]]]) -> None: ...
+    async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]: ...
     async def info(self, session_id: str) -> SessionInfo: ...
     async def exists(self, session_ids: list[str]) -> set[str]: ...
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
@@ -60,7 +65,7 @@ class SessionStore(Protocol):
     async def lineage(
         self, session_id: str, depth: int, *, up: bool, down: bool
     ) -> tuple[list[LineageNode], list[LineageEdge]]: ...
-    async def ancestors_usage(self, session_id: str) -> dict[str, tuple[int, Usage]]: ...
+    async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]: ...
 
 
 _SELECT_INFO = (
@@ -106,9 +111,14 @@ class SQLiteSessionStore:
         self.project = project
 
     # -- writes ---------------------------------------------------------------------------
-    async def insert(self, sessions: list[NewSession]) -> list[SessionInfo]:
-        """Write sessions in one transaction (all or none) and return them."""
-        return await self.db.write(lambda conn: [self._insert_one(conn, s) for s in sessions])
+    async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]:
+        """Write lineage stubs, then sessions, in one transaction (all or none) and return the sessions."""
+
+        def write(conn: sqlite3.Connection) -> list[SessionInfo]:
+            self._insert_stubs(conn, stubs)
+            return [self._insert_one(conn, s) for s in sessions]
+
+        return await self.db.write(write)
 
     def _insert_one(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
         segment_id, length = None, 0
@@ -118,17 +128,12 @@ class SQLiteSessionStore:
         if new.chunks:
             segment_id, length = self._extend(conn, segment_id, length, new.chunks)
         session_id = new.id or new_id("ses")
-        if new.id is not None:  # an import may fill in a session known so far only from lineage
-            conn.execute(
-                "DELETE FROM session_parents WHERE child_id = ? AND child_id IN"
-                " (SELECT id FROM sessions WHERE id = ? AND stub = 1)",
-                (new.id, new.id),
-            )
-            conn.execute("DELETE FROM sessions WHERE id = ? AND stub = 1", (new.id,))
+        if new.id is not None:
+            self._claim_id(conn, new.id)
         created_at = new.created_at if new.created_at is not None else now()
         conn.execute(
             "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
-            " created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            " created_at, own_usage) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (
                 session_id,
                 self.tenant,
@@ -140,6 +145,7 @@ class SQLiteSessionStore:
                 new.usage.model_dump_json(),
                 json.dumps(new.metadata, sort_keys=True),
                 created_at,
+                (new.own_usage if new.own_usage is not None else new.usage).model_dump_json(),
             ),
         )
         conn.executemany(
@@ -201,34 +207,38 @@ class SQLiteSessionStore:
         )
         return target, end
 
-    async def insert_stubs(self, nodes: list[tuple[LineageNode, tuple[str, ...]]]) -> None:
+    def _claim_id(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Make room for a session written under a given id (an import).
+
+        A stub of it in this scope (known so far only from lineage) is replaced; an id used by
+        any other record of this home is a conflict, since ids are unique per home.
+        """
+        row = conn.execute("SELECT tenant, project, stub FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            return
+        if row["stub"] and (row["tenant"], row["project"]) == (self.tenant, self.project):
+            conn.execute("DELETE FROM session_parents WHERE child_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return
+        raise ConflictError(
+            f"session id {session_id} is already used in this home (in this or another tenant/project); "
+            "import it into another home"
+        )
+
+    def _insert_stubs(self, conn: sqlite3.Connection, nodes: Sequence[Stub]) -> None:
         """Record lineage-only nodes: ancestors of an imported session that live in another store."""
-
-        def write(conn: sqlite3.Connection) -> None:
-            for node, parents in nodes:
-                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (node.id,)).fetchone():
-                    continue
-                conn.execute(
-                    "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage,"
-                    " metadata, created_at, stub) VALUES (?,?,?,?,NULL,?,?,?,?,?,1)",
-                    (
-                        node.id,
-                        self.tenant,
-                        self.project,
-                        node.op,
-                        node.length,
-                        "{}",
-                        "{}",
-                        "{}",
-                        node.created_at,
-                    ),
-                )
-                conn.executemany(
-                    "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)",
-                    [(node.id, i, p) for i, p in enumerate(parents)],
-                )
-
-        await self.db.write(write)
+        for node, parents in nodes:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (node.id,)).fetchone():
+                continue  # known already (as a session or a stub): keep what is there
+            conn.execute(
+                "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage,"
+                " metadata, created_at, stub) VALUES (?,?,?,?,NULL,?,?,?,?,?,1)",
+                (node.id, self.tenant, self.project, node.op, node.length, "{}", "{}", "{}", node.created_at),
+            )
+            conn.executemany(
+                "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)",
+                [(node.id, i, p) for i, p in enumerate(parents)],
+            )
 
     # -- reads ----------------------------------------------------------------------------
     def _row(self, conn: sqlite3.Connection, session_id: str, columns: str) -> sqlite3.Row:
@@ -314,7 +324,9 @@ class SQLiteSessionStore:
                 for sid in frontier:
                     if up:
                         for (parent,) in conn.execute(
-                            "SELECT parent_id FROM session_parents WHERE child_id = ? ORDER BY ord", (sid,)
+                            "SELECT p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
+                            " WHERE p.child_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.ord",
+                            (sid, self.tenant, self.project),
                         ):
                             edges.add((parent, sid))
                             if parent not in seen:
@@ -354,17 +366,22 @@ class SQLiteSessionStore:
 
         return await self.db.read(read)
 
-    async def ancestors_usage(self, session_id: str) -> dict[str, tuple[int, Usage]]:
-        """Every ancestor (and the session itself): its distance in steps and its usage."""
+    async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]:
+        """Every session in the history of ``session_ids`` (them included), each once: its own usage.
 
-        def read(conn: sqlite3.Connection) -> dict[str, tuple[int, Usage]]:
+        Lineage stubs count with zero; the walk follows only parent edges of sessions in this
+        tenant/project, so another scope's lineage is never read.
+        """
+
+        def read(conn: sqlite3.Connection) -> dict[str, Usage]:
             rows = conn.execute(
-                "WITH RECURSIVE up(id, dist) AS (SELECT ?, 0 UNION"
-                " SELECT p.parent_id, up.dist + 1 FROM session_parents p JOIN up ON p.child_id = up.id)"
-                " SELECT up.id, MIN(up.dist) AS dist, s.usage FROM up JOIN sessions s ON s.id = up.id"
-                " WHERE s.stub = 0 AND s.tenant = ? AND s.project = ? GROUP BY up.id",
-                (session_id, self.tenant, self.project),
+                "WITH RECURSIVE up(id) AS (SELECT value FROM json_each(?) UNION SELECT p.parent_id"
+                "  FROM session_parents p JOIN up ON p.child_id = up.id JOIN sessions c ON c.id = p.child_id"
+                "  WHERE c.tenant = ? AND c.project = ?)"
+                " SELECT s.id, s.own_usage FROM up JOIN sessions s ON s.id = up.id"
+                " WHERE s.tenant = ? AND s.project = ?",
+                (json.dumps(list(session_ids)), self.tenant, self.project, self.tenant, self.project),
             )
-            return {r["id"]: (r["dist"], Usage.model_validate_json(r["usage"])) for r in rows}
+            return {r["id"]: Usage.model_validate_json(r["own_usage"]) if r["own_usage"] else Usage() for r in rows}
 
         return await self.db.read(read)

@@ -152,23 +152,33 @@ class SQLiteDatabase:
             for item in items:
                 item.error, item.done = StoreError(f"could not start a write transaction: {exc}"), True
             return
-        for item in items:
-            conn.execute("SAVEPOINT w")
-            try:
-                item.result = item.fn(conn)
-            except BaseException as exc:
-                conn.execute("ROLLBACK TO w")
-                item.error = exc
-            conn.execute("RELEASE w")
         try:
+            for item in items:
+                conn.execute("SAVEPOINT w")
+                try:
+                    item.result = item.fn(conn)
+                except BaseException as exc:
+                    conn.execute("ROLLBACK TO w")
+                    item.error = exc
+                conn.execute("RELEASE w")
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            # The transaction is lost (a failed COMMIT, or an error SQLite answered by rolling the
+            # whole transaction back, after which ROLLBACK TO fails): end it so the connection
+            # stays usable, and fail every write of the batch that had not failed on its own.
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             for item in items:
                 if item.error is None:
-                    item.error = StoreError(f"commit failed: {exc}")
-        for item in items:
-            item.done = True
+                    item.result, item.error = None, StoreError(f"the write transaction failed: {exc}")
+            if not isinstance(exc, sqlite3.Error):
+                raise
+        finally:
+            for item in items:
+                item.done = True
 
     # -- reads ------------------------------------------------------------------------------
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -1,0 +1,54 @@
+"""Merge semantics as pure functions, so every store implementation merges the same way.
+
+A merge of branches ``[b0, b1, …]`` is folded left to right: ``b0`` is taken whole (its chunks are
+shared, not copied), then each later branch adds only what the result does not hold yet.
+
+- Chunks: the prefix every branch shares (by chunk identity, ``uid``) appears once; after ``b0``,
+  each branch contributes its chunks past that prefix that no earlier branch already holds, in
+  argument order. Two branches that share more with each other than with the rest (``a`` and
+  ``b`` both forked after ``X``, ``c`` before it) therefore still carry ``X`` once.
+- Usage: every session records its *own* usage, what it added over its parents (append: the
+  added usage; fork: nothing; a root, detach included: all of it). A session's usage is the sum of
+  the own usage of its ancestors and itself, so a merge's usage is that sum over the *union* of
+  the branches' ancestries. For two branches with common ancestor ``c`` this is exactly ``c``'s
+  usage plus each branch's delta over ``c``; with no common ancestor it is the plain sum; and
+  shared history is never counted twice, however the branches criss-cross.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from runtime.sessions.model import Usage
+from runtime.sessions.store import StoredChunk
+
+
+def shared_prefix(branches: Sequence[Sequence[StoredChunk]]) -> int:
+    """Length of the longest prefix every branch shares, by chunk identity."""
+    n = min(len(b) for b in branches)
+    for i in range(n):
+        uid = branches[0][i].uid
+        if any(b[i].uid != uid for b in branches[1:]):
+            return i
+    return n
+
+
+def merged_tail(branches: Sequence[Sequence[StoredChunk]]) -> tuple[int, list[StoredChunk]]:
+    """The shared prefix length and the chunks to put after the first branch, in order.
+
+    A chunk is skipped when an *earlier* branch already holds it; repeats inside one branch
+    (possible after a ``concat`` merge) are kept, since they are that branch's own content.
+    """
+    prefix = shared_prefix(branches)
+    held = {sc.uid for sc in branches[0]}
+    tail: list[StoredChunk] = []
+    for branch in branches[1:]:
+        own = [sc for sc in branch[prefix:] if sc.uid not in held]
+        tail.extend(own)
+        held.update(sc.uid for sc in own)
+    return prefix, tail
+
+
+def total_usage(own_usages: Iterable[Usage]) -> Usage:
+    """The usage of a history: the sum of its sessions' own usage (each session once)."""
+    return sum(own_usages, Usage())
