@@ -1,5 +1,41 @@
-"""Tables of the memory layer."""
+"""Tables of the memory layer.
+
+Items live in ``memory_items`` (one row per URI and tenant/project). Each tenant/project pair is a
+*memory space* with its own FTS5 table ``memory_fts_<space id>``, created on the space's first
+write: BM25 statistics (document count, average length, document frequencies) are then those of
+the space alone, so neither the results nor the scores of one tenant or project depend on another's
+items. An FTS row's rowid is its item's ``seq``; its one column holds the normalised body
+(see ``runtime.memory.text``), not the original content.
+"""
 
 from runtime.store.sqlite import Migration
 
-MIGRATIONS: list[Migration] = []
+MIGRATIONS: list[Migration] = [
+    Migration(
+        "0200_memory_items",
+        """
+        CREATE TABLE memory_spaces (
+            id INTEGER PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            UNIQUE (tenant, project)
+        );
+        CREATE TABLE memory_items (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            space_id INTEGER NOT NULL REFERENCES memory_spaces(id),
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            uri TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            source TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            UNIQUE (tenant, project, uri)
+        );
+        CREATE INDEX memory_items_source ON memory_items (tenant, project, source);
+        """,
+    ),
+]

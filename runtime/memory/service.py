@@ -1,0 +1,168 @@
+"""The memory service, reached as ``runtime.memory``: remember, recall, read, list, forget, commit.
+
+It validates input (saying what was wrong and how to fix it), turns queries into terms, cuts
+snippets and builds commits; persistence and ranking are the ``MemoryStore``'s. Every call is
+scoped to the runtime's tenant and project: nothing here can see another tenant's items.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from collections.abc import Sequence
+
+from runtime.errors import InvalidInputError, NotFoundError
+from runtime.ids import is_id, new_id
+from runtime.memory import text
+from runtime.memory.extract import Extractor, HeuristicExtractor, transcript
+from runtime.memory.model import (
+    PREFIX,
+    CommitResult,
+    MemoryHit,
+    MemoryItem,
+    check_content,
+    check_path,
+    check_prefix,
+    check_scope,
+    check_tags,
+    make_uri,
+    parse_uri,
+)
+from runtime.memory.store import MemoryStore, NewMemory
+from runtime.sessions.service import SessionService
+
+MAX_K = 100
+MAX_LIST = 1000
+MAX_SOURCE_CHARS = 200
+
+
+def _check_source(source: str | None) -> str | None:
+    if source is not None and (not isinstance(source, str) or not source or len(source) > MAX_SOURCE_CHARS):
+        raise InvalidInputError(f"source must be a session or run id (1 to {MAX_SOURCE_CHARS} characters) or omitted")
+    return source
+
+
+class MemoryService:
+    """Persistent memory of one tenant/project, shared by every agent and process on the same store."""
+
+    def __init__(self, store: MemoryStore, sessions: SessionService) -> None:
+        self.store = store
+        self.sessions = sessions
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        scope: str = "user",
+        path: str | None = None,
+        tags: Sequence[str] = (),
+        source: str | None = None,
+    ) -> MemoryItem:
+        """Store ``content`` at ``memory://{scope}/{path}`` (path defaults to the new id); searchable at once.
+
+        Remembering at a URI that already holds an item replaces that item and keeps its id.
+        """
+        memory_id = new_id("mem") if path is None else None
+        new = NewMemory(
+            uri=make_uri(scope, path or memory_id or ""),
+            scope=scope,
+            content=check_content(content),
+            tags=check_tags(tags),
+            source=_check_source(source),
+            id=memory_id,
+        )
+        return (await self.store.put([new]))[0]
+
+    async def recall(self, query: str, *, k: int = 5, scope: str | None = None) -> builtins.list[MemoryHit]:
+        """The ``k`` items that best match ``query`` (BM25, any word may match), best first.
+
+        Only items sharing at least one term with the query are returned, each with a score > 0.
+        A query with no searchable words (only punctuation, say) has no hits.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("recall needs a non-empty query: the words to look for")
+        if not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InvalidInputError(f"k must be a whole number from 1 to {MAX_K} (got {k!r})")
+        if scope is not None:
+            check_scope(scope)
+        terms = text.query_terms(query)
+        found = await self.store.search(terms, k, scope)
+        return [
+            MemoryHit(
+                memory_id=f.item.id,
+                uri=f.item.uri,
+                score=f.score,
+                snippet=text.snippet(f.item.content, terms),
+                tags=f.item.tags,
+                source=f.item.source,
+            )
+            for f in found
+        ]
+
+    async def get(self, memory_id: str) -> MemoryItem:
+        """The item with this id (in this tenant/project)."""
+        if not isinstance(memory_id, str) or not is_id(memory_id, "mem"):
+            raise InvalidInputError(f"{memory_id!r} is not a memory id; ids look like 'mem_' and 24 hex digits")
+        item = await self.store.get(memory_id)
+        if item is None:
+            raise NotFoundError(f"no memory item {memory_id} here; recall or list to find existing ids")
+        return item
+
+    async def read(self, uri: str) -> MemoryItem:
+        """The item at this ``memory://`` URI."""
+        parse_uri(uri)
+        item = await self.store.at(uri)
+        if item is None:
+            raise NotFoundError(f"nothing is remembered at {uri}; list('{PREFIX}') shows what is")
+        return item
+
+    async def list(self, prefix: str = PREFIX, limit: int = 100) -> builtins.list[MemoryItem]:
+        """Items whose URI starts with ``prefix`` (e.g. ``memory://user/``), in URI order."""
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+            raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_LIST} (got {limit!r})")
+        return await self.store.scan(check_prefix(prefix), limit)
+
+    async def forget(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
+        """Delete the item with ``memory_id``, at ``uri``, or every item under ``prefix``; returns how many.
+
+        Exactly one of the three must be given. Forgetting what is not there deletes nothing (0).
+        """
+        if sum(x is not None for x in (memory_id, uri, prefix)) != 1:
+            raise InvalidInputError("forget needs exactly one of memory_id, uri or prefix")
+        if memory_id is not None and not is_id(memory_id, "mem"):
+            raise InvalidInputError(f"{memory_id!r} is not a memory id; ids look like 'mem_' and 24 hex digits")
+        if uri is not None:
+            parse_uri(uri)
+        if prefix is not None and len(check_prefix(prefix)) <= len(PREFIX):
+            raise InvalidInputError("forget(prefix=...) needs at least a scope, like 'memory://session/ses_…/'")
+        return await self.store.delete(memory_id=memory_id, uri=uri, prefix=prefix)
+
+    async def commit(
+        self, session_id: str, *, scope: str = "session", extractor: Extractor | None = None
+    ) -> CommitResult:
+        """Archive a session's transcript and remember what ``extractor`` picks out of it.
+
+        The transcript goes to ``memory://session/<session_id>/transcript``; extracted texts go to
+        ``memory://{scope}/<session_id>/<hash of the text>``, so committing the same session again
+        replaces rather than duplicates. Everything is written in one transaction.
+        """
+        check_scope(scope)
+        session = await self.sessions.get(session_id)
+        texts = await (extractor or HeuristicExtractor())(list(session.chunks))
+        if not isinstance(texts, builtins.list) or not all(isinstance(t, str) for t in texts):
+            raise InvalidInputError("an extractor must return a list of strings")
+        archived_uri = make_uri("session", f"{session.id}/transcript")
+        archive = NewMemory(archived_uri, "session", transcript(session), ("transcript",), session.id)
+        extracted = [
+            NewMemory(
+                make_uri(scope, check_path(f"{session.id}/{hashlib.sha256(t.encode()).hexdigest()[:12]}")),
+                scope,
+                check_content(t),
+                ("extracted",),
+                session.id,
+            )
+            for t in dict.fromkeys(t.strip() for t in texts)
+            if t
+        ]
+        stored = await self.store.put([archive, *extracted])
+        return CommitResult(archived_uri=archived_uri, extracted_count=len(extracted), items=tuple(stored[1:]))

@@ -1,0 +1,230 @@
+"""Persistence of memory: the ``MemoryStore`` protocol and its SQLite FTS5 implementation.
+
+Why FTS5 (measured, see ARCHITECTURE.md): adding an item is one INSERT into an inverted index
+(no rebuild, unlike rank-bm25), a query is ~10 ms at 100k items, its BM25 ranking agrees with
+rank-bm25, and the index lives in the same file and transactions as the rest of the runtime, so
+every process on a home shares it and a commit makes an item searchable at once.
+
+Scores: FTS5's ``bm25()`` (k1 = 1.2, b = 0.75) is negative-is-better; we return its negation, so
+higher is better. Its IDF is ``log((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6 when that is
+not positive (a term in more than half of the items), so every item sharing a query term scores
+above zero (faintly, for such common terms) and an item sharing none is never a hit. rank-bm25
+floors such IDFs to ``0.25 * mean IDF`` instead; that is the only place the two formulas differ.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.ids import new_id, now
+from runtime.memory import text
+from runtime.memory.model import MemoryItem
+from runtime.store.sqlite import SQLiteDatabase
+
+_COLUMNS = "seq, id, uri, scope, content, tags, source, created_at, updated_at, tenant, project"
+_URI_END = "\U0010ffff"
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """What a write of one item needs; an item already at ``uri`` is replaced (its id kept)."""
+
+    uri: str
+    scope: str
+    content: str
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    id: str | None = None  # the id a new item gets (when its URI embeds it); an item replaced keeps its own
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search result before snippets: the item and its score (> 0, higher is better)."""
+
+    item: MemoryItem
+    score: float
+
+
+class MemoryStore(Protocol):
+    """What the memory service needs from a store. Every call is scoped to one tenant/project."""
+
+    async def put(self, items: list[NewMemory]) -> list[MemoryItem]: ...
+    async def search(self, terms: list[str], k: int, scope: str | None) -> list[Found]: ...
+    async def get(self, memory_id: str) -> MemoryItem | None: ...
+    async def at(self, uri: str) -> MemoryItem | None: ...
+    async def scan(self, prefix: str, limit: int) -> list[MemoryItem]: ...
+    async def delete(
+        self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None
+    ) -> int: ...
+
+
+def _item(row: sqlite3.Row) -> MemoryItem:
+    return MemoryItem(
+        id=row["id"],
+        uri=row["uri"],
+        scope=row["scope"],
+        content=row["content"],
+        tags=tuple(json.loads(row["tags"])),
+        source=row["source"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        tenant=row["tenant"],
+        project=row["project"],
+    )
+
+
+class SQLiteMemoryStore:
+    """Memory items and their FTS5 index in the embedded SQLite database."""
+
+    def __init__(self, db: SQLiteDatabase, tenant: str, project: str) -> None:
+        self.db = db
+        self.tenant = tenant
+        self.project = project
+        self._space: int | None = None  # once a space exists it is never removed, so caching is safe
+
+    # -- spaces -----------------------------------------------------------------------------
+    def _find_space(self, conn: sqlite3.Connection) -> int | None:
+        if self._space is None:
+            row = conn.execute(
+                "SELECT id FROM memory_spaces WHERE tenant = ? AND project = ?", (self.tenant, self.project)
+            ).fetchone()
+            return None if row is None else int(row[0])
+        return self._space
+
+    def _ensure_space(self, conn: sqlite3.Connection) -> int:
+        space = self._find_space(conn)
+        if space is None:
+            cur = conn.execute("INSERT INTO memory_spaces (tenant, project) VALUES (?, ?)", (self.tenant, self.project))
+            space = int(cur.lastrowid or 0)
+            conn.execute(f"CREATE VIRTUAL TABLE memory_fts_{space} USING fts5(body, tokenize='unicode61')")
+        return space
+
+    # -- writes -----------------------------------------------------------------------------
+    async def put(self, items: list[NewMemory]) -> list[MemoryItem]:
+        """Write items in one transaction (all or none) and return them as stored."""
+
+        def write(conn: sqlite3.Connection) -> tuple[int, list[MemoryItem]]:
+            space = self._ensure_space(conn)
+            return space, [self._put_one(conn, space, new) for new in items]
+
+        space, stored = await self.db.write(write)
+        self._space = space
+        return stored
+
+    def _put_one(self, conn: sqlite3.Connection, space: int, new: NewMemory) -> MemoryItem:
+        t = now()
+        tags = json.dumps(list(new.tags), ensure_ascii=False)
+        old = conn.execute(
+            "SELECT seq, id, created_at FROM memory_items WHERE tenant = ? AND project = ? AND uri = ?",
+            (self.tenant, self.project, new.uri),
+        ).fetchone()
+        if old is None:
+            memory_id, created_at = new.id or new_id("mem"), t
+            cur = conn.execute(
+                "INSERT INTO memory_items (id, space_id, tenant, project, scope, uri, content, tags, source,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (memory_id, space, self.tenant, self.project, new.scope, new.uri, new.content, tags, new.source, t, t),
+            )
+            seq = int(cur.lastrowid or 0)
+        else:
+            seq, memory_id, created_at = int(old["seq"]), old["id"], old["created_at"]
+            conn.execute(
+                "UPDATE memory_items SET content = ?, tags = ?, source = ?, updated_at = ? WHERE seq = ?",
+                (new.content, tags, new.source, t, seq),
+            )
+            conn.execute(f"DELETE FROM memory_fts_{space} WHERE rowid = ?", (seq,))
+        conn.execute(
+            f"INSERT INTO memory_fts_{space} (rowid, body) VALUES (?, ?)", (seq, text.body(new.content, new.tags))
+        )
+        return MemoryItem(
+            id=memory_id,
+            uri=new.uri,
+            scope=new.scope,
+            content=new.content,
+            tags=new.tags,
+            source=new.source,
+            created_at=created_at,
+            updated_at=t,
+            tenant=self.tenant,
+            project=self.project,
+        )
+
+    async def delete(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
+        """Delete by id, exact URI or URI prefix (the caller passes exactly one); returns how many."""
+        where, args = self._where(memory_id, uri, prefix)
+
+        def write(conn: sqlite3.Connection) -> int:
+            space = self._find_space(conn)
+            if space is None:
+                return 0
+            seqs = [row[0] for row in conn.execute(f"SELECT seq FROM memory_items WHERE {where}", args)]
+            for seq in seqs:
+                conn.execute(f"DELETE FROM memory_fts_{space} WHERE rowid = ?", (seq,))
+                conn.execute("DELETE FROM memory_items WHERE seq = ?", (seq,))
+            return len(seqs)
+
+        return await self.db.write(write)
+
+    def _where(self, memory_id: str | None, uri: str | None, prefix: str | None) -> tuple[str, tuple[str, ...]]:
+        scoped = "tenant = ? AND project = ? AND "
+        if memory_id is not None:
+            return scoped + "id = ?", (self.tenant, self.project, memory_id)
+        if uri is not None:
+            return scoped + "uri = ?", (self.tenant, self.project, uri)
+        assert prefix is not None
+        return scoped + "uri >= ? AND uri < ?", (self.tenant, self.project, prefix, prefix + _URI_END)
+
+    # -- reads ------------------------------------------------------------------------------
+    async def search(self, terms: list[str], k: int, scope: str | None) -> list[Found]:
+        """The ``k`` best items for any of ``terms`` by BM25, best first, scores > 0 only."""
+        if not terms:
+            return []
+        match = text.match_expression(terms)
+
+        def read(conn: sqlite3.Connection) -> list[Found]:
+            space = self._find_space(conn)
+            if space is None:
+                return []
+            fts = f"memory_fts_{space}"
+            sql = (
+                f"SELECT {', '.join('i.' + c for c in _COLUMNS.split(', '))}, -{fts}.rank AS score"
+                f" FROM {fts} JOIN memory_items i ON i.seq = {fts}.rowid WHERE {fts} MATCH ?"
+                + (" AND i.scope = ?" if scope else "")
+                + f" ORDER BY {fts}.rank LIMIT ?"
+            )
+            args: tuple[object, ...] = (match, scope, k) if scope else (match, k)
+            rows = conn.execute(sql, args).fetchall()
+            return [Found(_item(r), float(r["score"])) for r in rows if r["score"] > 0]
+
+        return await self.db.read(read)
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        return await self._one("id = ?", memory_id)
+
+    async def at(self, uri: str) -> MemoryItem | None:
+        return await self._one("uri = ?", uri)
+
+    async def _one(self, condition: str, value: str) -> MemoryItem | None:
+        def read(conn: sqlite3.Connection) -> MemoryItem | None:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_items WHERE tenant = ? AND project = ? AND {condition}",
+                (self.tenant, self.project, value),
+            ).fetchone()
+            return None if row is None else _item(row)
+
+        return await self.db.read(read)
+
+    async def scan(self, prefix: str, limit: int) -> list[MemoryItem]:
+        """Items whose URI starts with ``prefix``, in URI order."""
+        where, args = self._where(None, None, prefix)
+
+        def read(conn: sqlite3.Connection) -> list[MemoryItem]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_items WHERE {where} ORDER BY uri LIMIT ?", (*args, limit)
+            )
+            return [_item(r) for r in rows]
+
+        return await self.db.read(read)

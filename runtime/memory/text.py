@@ -1,0 +1,129 @@
+"""Turning text in any script into search terms, and cutting snippets.
+
+SQLite's ``unicode61`` tokenizer splits on spaces and punctuation, so a run of Chinese or Japanese
+characters (written without spaces) would be one giant token and a query for a word inside it
+would find nothing. We therefore tokenize in Python and hand FTS5 a *normalised body*: our tokens
+joined by spaces. A CJK run becomes its single characters plus its character bigrams
+("机器学习" → 机 器 学 习 机器 器学 学习), as Lucene's CJK analysers do: single characters let
+one-character queries match, bigrams reward the right word order. Queries go through the same
+function, so index and query always agree, and the rank-bm25 test oracle uses it too.
+
+Token characters are what ``unicode61`` calls token characters (Unicode categories L*, N*, Co);
+everything else separates. Text is NFKC-normalised (full-width Latin becomes ASCII, half-width
+katakana becomes full-width), lower-cased and stripped of diacritics, as ``unicode61`` does by
+default; since the body holds only our tokens, FTS5 re-tokenizing it yields exactly them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+# Scripts written without spaces between words: Han, kana, Hangul (Korean attaches particles).
+_CJK_RANGES = (
+    (0x3005, 0x3007),  # 々 〆 〇
+    (0x3040, 0x30FF),  # hiragana, katakana (incl. ー)
+    (0x31F0, 0x31FF),  # katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x3134F),  # CJK extensions B-H
+)
+
+SNIPPET_CHARS = 200
+
+
+def is_cjk(ch: str) -> bool:
+    """True for a character of a script written without spaces (Han, kana, Hangul)."""
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+def _is_token_char(ch: str) -> bool:
+    cat = unicodedata.category(ch)
+    return cat[0] in "LN" or cat == "Co"
+
+
+def _fold(word: str) -> str:
+    """Lower-case and strip diacritics (what ``unicode61`` does with ``remove_diacritics``)."""
+    decomposed = unicodedata.normalize("NFD", word.lower())
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def _cjk_terms(run: str) -> list[str]:
+    return [*run, *(run[i : i + 2] for i in range(len(run) - 1))]
+
+
+def tokenize(text: str) -> list[str]:
+    """The search terms of ``text``, in order; repeated terms are kept (they are term frequency)."""
+    text = unicodedata.normalize("NFKC", text)
+    out: list[str] = []
+    word: list[str] = []
+    cjk: list[str] = []
+    for ch in text + " ":
+        if is_cjk(ch):
+            if word:
+                out.append(_fold("".join(word)))
+                word.clear()
+            cjk.append(ch)
+            continue
+        if cjk:
+            out.extend(_cjk_terms("".join(cjk)))
+            cjk.clear()
+        if _is_token_char(ch):
+            word.append(ch)
+        elif word:
+            out.append(_fold("".join(word)))
+            word.clear()
+    return [t for t in out if t]
+
+
+def body(content: str, tags: Iterable[str] = ()) -> str:
+    """The normalised text FTS5 indexes for an item: its terms (content, then tags) joined by spaces."""
+    return " ".join(tokenize(" ".join([content, *tags])))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct terms of a query, first occurrence first (a repeated word does not count twice)."""
+    return list(dict.fromkeys(tokenize(query)))
+
+
+def match_expression(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: each term quoted (so no query text is FTS5 syntax), joined by OR."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _pattern(term: str) -> re.Pattern[str]:
+    if any(is_cjk(c) for c in term):
+        return re.compile(re.escape(term))
+    return re.compile(rf"(?<!\w){re.escape(term)}(?!\w)", re.IGNORECASE)
+
+
+def snippet(content: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
+    """The ``width``-character window of ``content`` holding the most distinct query terms.
+
+    Found on the original text (not the normalised body), so what is shown is what was stored;
+    a term we cannot locate verbatim (say, after NFKC folding) just does not steer the window.
+    """
+    hits: list[tuple[int, str]] = []
+    for term in terms:
+        for n, m in enumerate(_pattern(term).finditer(content)):
+            hits.append((m.start(), term))
+            if n >= 50:
+                break
+    hits.sort()
+    start = 0
+    best = 0
+    for i, (pos, _) in enumerate(hits):
+        covered = {t for p, t in hits[i:] if p < pos + width - 20}
+        if len(covered) > best:
+            best, start = len(covered), pos
+    if start:
+        start = max(0, start - 20)
+        space = content.rfind(" ", max(0, start - 20), start + 1)
+        start = space + 1 if space > 0 else start
+    end = min(len(content), start + width)
+    text = " ".join(content[start:end].split())
+    return ("…" if start > 0 else "") + text + ("…" if end < len(content) else "")

@@ -1,0 +1,158 @@
+"""Recall: BM25 ranking (rank-bm25 is the oracle), positive scores only, CJK, scopes, snippets, safe queries."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import anyio
+import pytest
+from rank_bm25 import BM25Okapi
+
+from runtime import InvalidInputError, Runtime
+from runtime.memory.text import query_terms, tokenize
+
+pytestmark = pytest.mark.anyio
+
+VOCAB = [f"w{i}" for i in range(1500)]
+ZIPF = [1 / (i + 1) for i in range(len(VOCAB))]
+CJK_WORDS = ["机器学习", "深度学习", "数据库", "自然语言", "東京", "ラーメン", "猫", "検索エンジン"]
+
+
+def _corpus(n: int, seed: int = 7) -> list[str]:
+    """A fixed corpus: Zipf-distributed words, a third of the documents with CJK words mixed in."""
+    rnd = random.Random(seed)
+    docs = []
+    for i in range(n):
+        words = rnd.choices(VOCAB, ZIPF, k=rnd.randint(8, 40))
+        if i % 3 == 0:
+            words += rnd.choices(CJK_WORDS, k=rnd.randint(1, 4))
+            rnd.shuffle(words)
+        docs.append(" ".join(words))
+    return docs
+
+
+async def _remember_all(rt: Runtime, docs: list[str]) -> list[str]:
+    ids: list[str] = [""] * len(docs)
+
+    async def one(i: int) -> None:
+        ids[i] = (await rt.memory.remember(docs[i], path=f"corpus/{i}")).id
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(docs)):
+            tg.start_soon(one, i)
+    return ids
+
+
+async def test_ranking_matches_rank_bm25_top10(rt: Runtime) -> None:
+    docs = _corpus(600)
+    ids = await _remember_all(rt, docs)
+    tokenized = [tokenize(d) for d in docs]
+    oracle = BM25Okapi(tokenized, k1=1.2, b=0.75)
+    doc_freq = Counter(t for toks in tokenized for t in set(toks))
+    rnd = random.Random(11)
+    queries = [" ".join(rnd.sample(VOCAB[5:200], 3)) for _ in range(25)]
+    queries += [f"{w} {rnd.choice(VOCAB[20:100])}" for w in CJK_WORDS]
+    queries += [f"w0 w1 {rnd.choice(VOCAB[20:300])}" for _ in range(5)]  # terms in most items: IDFs floored
+    overlaps, checked_scores = [], 0
+    for query in queries:
+        terms = query_terms(query)
+        scores = oracle.get_scores(terms)
+        expected = [ids[i] for i in sorted(range(len(docs)), key=lambda i: -scores[i])[:10] if scores[i] > 0]
+        hits = await rt.memory.recall(query, k=10)
+        assert hits, query
+        overlaps.append(len({h.memory_id for h in hits} & set(expected)) / max(len(expected), 1))
+        if all(doc_freq[t] < len(docs) / 2 for t in terms):  # no IDF floored: the same formula, the same numbers
+            by_id = {ids[i]: scores[i] for i in range(len(docs))}
+            for hit in hits:
+                assert hit.score == pytest.approx(by_id[hit.memory_id], rel=1e-6)
+            checked_scores += 1
+    assert sum(overlaps) / len(overlaps) >= 0.95
+    assert 20 <= checked_scores < len(queries)
+
+
+async def test_remember_then_recall_finds_it_at_once(rt: Runtime) -> None:
+    item = await rt.memory.remember("The deploy key lives in the vault under ops/deploy", tags=["ops"])
+    hits = await rt.memory.recall("where is the deploy key?")
+    assert [h.memory_id for h in hits] == [item.id]
+    assert hits[0].uri == item.uri == f"memory://user/{item.id}"
+    assert hits[0].score > 0
+    assert "deploy key" in hits[0].snippet
+
+
+async def test_items_sharing_no_term_are_never_hits(rt: Runtime) -> None:
+    await rt.memory.remember("apples and pears")
+    await rt.memory.remember("bananas")
+    await rt.memory.remember("apples everywhere apples")  # "apples" in 2 of 3 items: IDF ≤ 0 in the raw formula
+    hits = await rt.memory.recall("apples oranges", k=10)
+    assert {h.snippet for h in hits} == {"apples and pears", "apples everywhere apples"}
+    assert all(h.score > 0 for h in hits)
+    assert hits[0].snippet == "apples everywhere apples"  # higher term frequency ranks first
+    assert await rt.memory.recall("oranges") == []
+
+
+async def test_a_single_item_store_still_recalls_with_a_positive_score(rt: Runtime) -> None:
+    await rt.memory.remember("only one thing here")
+    hits = await rt.memory.recall("thing")
+    assert len(hits) == 1 and hits[0].score > 0
+
+
+async def test_chinese_and_japanese_queries_find_matching_items(rt: Runtime) -> None:
+    zh = await rt.memory.remember("用户喜欢用Python做机器学习，不喜欢Java。")
+    ja = await rt.memory.remember("東京でラーメンを食べるのが好きです")
+    await rt.memory.remember("The user likes ramen in Tokyo")
+    await rt.memory.remember("数据库迁移在周五进行")
+    assert (await rt.memory.recall("机器学习"))[0].memory_id == zh.id
+    assert (await rt.memory.recall("ラーメン"))[0].memory_id == ja.id
+    assert (await rt.memory.recall("東京のラーメン屋"))[0].memory_id == ja.id
+    assert [h.memory_id for h in await rt.memory.recall("python")] == [zh.id]  # Latin inside a CJK run
+    hit = (await rt.memory.recall("学习"))[0]
+    assert hit.memory_id == zh.id and "机器学习" in hit.snippet
+
+
+async def test_full_width_latin_matches_ascii(rt: Runtime) -> None:
+    item = await rt.memory.remember("ＰＯＳＴＧＲＥＳ version 16")
+    assert [h.memory_id for h in await rt.memory.recall("postgres")] == [item.id]
+
+
+async def test_scope_filter_and_k(rt: Runtime) -> None:
+    for i in range(4):
+        await rt.memory.remember(f"note {i} about kubernetes", scope="agent")
+    user = await rt.memory.remember("user note about kubernetes", scope="user")
+    assert [h.memory_id for h in await rt.memory.recall("kubernetes", scope="user")] == [user.id]
+    agent_hits = await rt.memory.recall("kubernetes", scope="agent", k=3)
+    assert len(agent_hits) == 3 and all(h.uri.startswith("memory://agent/") for h in agent_hits)
+    assert len(await rt.memory.recall("kubernetes", k=10)) == 5
+    scores = [h.score for h in await rt.memory.recall("kubernetes", k=10)]
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', "AND", "a OR", "NEAR(x y)", "col:value", "*", "-minus", "x^y", "(((", "'; DROP TABLE memory_items;--"],
+)
+async def test_fts_syntax_in_queries_is_just_text(rt: Runtime, query: str) -> None:
+    await rt.memory.remember("near value minus and drop table")
+    hits = await rt.memory.recall(query)
+    assert all(h.score > 0 for h in hits)
+    assert len(await rt.memory.list()) == 1
+
+
+async def test_punctuation_only_query_has_no_hits_and_empty_query_is_an_error(rt: Runtime) -> None:
+    await rt.memory.remember("something")
+    assert await rt.memory.recall("?!…") == []
+    with pytest.raises(InvalidInputError, match="non-empty query"):
+        await rt.memory.recall("   ")
+    with pytest.raises(InvalidInputError, match="k must be"):
+        await rt.memory.recall("something", k=0)
+    with pytest.raises(InvalidInputError, match="not one of"):
+        await rt.memory.recall("something", scope="global")
+
+
+async def test_snippet_is_the_window_around_the_matches(rt: Runtime) -> None:
+    filler = "lorem ipsum dolor sit amet " * 30
+    await rt.memory.remember(filler + "the staging database password rotates monthly " + filler)
+    hit = (await rt.memory.recall("staging password"))[0]
+    assert "staging database password" in hit.snippet
+    assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert len(hit.snippet) <= 202
