@@ -8,14 +8,21 @@ from runtime.errors import (
     RunFailure,
     UsageError,
 )
+from runtime.memory import CommitResult, Extractor, HeuristicExtractor, MemoryHit, MemoryItem, MemoryService
 from runtime.runtime import Runtime, resolve_home
 from runtime.sessions import Chunk, LineageGraph, Placement, Session, SessionInfo, ToolCall, Usage
 
 __all__ = [
     "Chunk",
+    "CommitResult",
     "ConflictError",
+    "Extractor",
+    "HeuristicExtractor",
     "InvalidInputError",
     "LineageGraph",
+    "MemoryHit",
+    "MemoryItem",
+    "MemoryService",
     "NotFoundError",
     "Placement",
     "RathError",

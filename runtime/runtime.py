@@ -18,6 +18,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from runtime.errors import InvalidInputError
+from runtime.memory.service import MemoryService
+from runtime.memory.store import SQLiteMemoryStore
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import SQLiteSessionStore
 from runtime.store.schema import ALL_MIGRATIONS
@@ -48,6 +50,7 @@ class Runtime:
         self.project = project
         self.task_group = task_group
         self.sessions = SessionService(SQLiteSessionStore(db, tenant, project))
+        self.memory = MemoryService(SQLiteMemoryStore(db, tenant, project), self.sessions)
 
     @classmethod
     @asynccontextmanager
