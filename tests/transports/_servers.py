@@ -1,0 +1,141 @@
+"""Real ``rath-mcp serve`` subprocesses on 127.0.0.1 for the transport tests, and clients for them.
+
+Servers are started as ``sys.executable -m rath_mcp serve ...`` (the same thing a host runs), on a
+free port, each with its own home; readiness is a bounded poll of the TCP port (another process
+gives us no event to wait on), and the process is always terminated, also when a test fails.
+The server's stderr goes to a file so a failing test can show what the server said.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import Process
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters
+
+Transport = Literal["stdio", "http", "sse"]
+Era = Literal["legacy", "2026-07-28"]
+TRANSPORTS: tuple[Transport, ...] = ("stdio", "http", "sse")
+ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")
+READY_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve_command(transport: Transport, home: Path, port: int | None = None, *extra: str) -> list[str]:
+    """The argv of ``rath-mcp serve`` for this transport (no port for stdio)."""
+    argv = [sys.executable, "-m", "rath_mcp", "serve", "--transport", transport, "--home", str(home)]
+    if port is not None:
+        argv += ["--host", "127.0.0.1", "--port", str(port)]
+    return argv + list(extra)
+
+
+@dataclass
+class RunningServer:
+    """An HTTP or SSE server process and where to reach it."""
+
+    process: Process
+    port: int
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+async def _wait_listening(server: RunningServer) -> None:
+    """Poll the port until the server accepts connections; fail early if the process died."""
+    with anyio.fail_after(READY_TIMEOUT_S):
+        while True:
+            if server.process.returncode is not None:
+                raise AssertionError(f"rath-mcp serve exited with {server.process.returncode}:\n{server.stderr()}")
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", server.port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
+
+
+async def _stop(process: Process) -> None:
+    """Terminate, then kill if it does not exit in 5 s; shielded so a cancelled test still cleans up."""
+    with anyio.CancelScope(shield=True):
+        if process.returncode is None:
+            process.terminate()
+            with anyio.move_on_after(5):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+@asynccontextmanager
+async def http_server(transport: Literal["http", "sse"], home: Path, *extra: str) -> AsyncIterator[RunningServer]:
+    """``rath-mcp serve --transport http|sse`` on a free port of 127.0.0.1, for the life of the block."""
+    port = free_port()
+    log = home.parent / f"serve-{transport}-{port}.log"
+    with log.open("wb") as err:
+        process = await anyio.open_process(
+            serve_command(transport, home, port, *extra),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        server = RunningServer(process, port, log)
+        try:
+            await _wait_listening(server)
+            yield server
+        finally:
+            await _stop(process)
+
+
+def client_for(
+    transport: Transport, era: Era, home: Path, server: RunningServer | None = None, **kwargs: Any
+) -> Client:
+    """A Python SDK client speaking ``era`` over ``transport`` ('legacy' = the initialize handshake)."""
+    target: Any
+    if transport == "stdio":
+        argv = serve_command("stdio", home)
+        target = StdioServerParameters(command=argv[0], args=argv[1:])
+    elif server is None:
+        raise ValueError(f"a {transport} client needs a running server")
+    elif transport == "http":
+        target = f"{server.base}/mcp"
+    else:
+        target = sse_client(f"{server.base}/sse")
+    return Client(target, mode=era, **kwargs)
+
+
+def connected(transport: Transport, era: Era, home: Path) -> AbstractAsyncContextManager[Client]:
+    """A connected client over ``transport``, starting (and later stopping) the server it needs."""
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Client]:
+        if transport == "stdio":
+            async with client_for("stdio", era, home) as client:
+                yield client
+            return
+        async with http_server(transport, home) as server, client_for(transport, era, home, server) as client:
+            yield client
+
+    return connect()
