@@ -66,3 +66,13 @@ def register_session_resources(server: MCPServer, rt: Runtime) -> None:
     async def session_lineage(session_id: str) -> str:
         """A session's lineage DAG as Mermaid text."""
         return (await rt.sessions.lineage(session_id)).mermaid()
+
+
+def register_memory_resources(server: MCPServer, rt: Runtime) -> None:
+    """``rath://memory/{memory_id}``: one remembered item with its content."""
+
+    @server.resource("rath://memory/{memory_id}", name="memory_item", mime_type=JSON)
+    @translate_resource
+    async def memory_item(memory_id: str) -> str:
+        """A remembered item: its memory:// URI, content, tags and source."""
+        return dumps((await rt.memory.get(memory_id)).public())

@@ -35,4 +35,5 @@ def build_server(rt: Runtime) -> MCPServer:
     server: MCPServer = MCPServer(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING")
     tools.register_all(server, rt)
     resources.register_session_resources(server, rt)
+    resources.register_memory_resources(server, rt)
     return server

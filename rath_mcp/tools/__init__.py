@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-from rath_mcp.tools import sessions
+from rath_mcp.tools import memory, sessions
 from runtime import Runtime
 
 
 def register_all(server: MCPServer, rt: Runtime) -> None:
     """Add every tool the runtime supports to ``server``."""
     sessions.register(server, rt)
+    memory.register(server, rt)

@@ -1,0 +1,104 @@
+"""Memory tools: remember, recall (BM25, best first, score > 0 only), commit a session, forget."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server import MCPServer
+from pydantic import BaseModel, Field
+
+from rath_mcp.errors import translate_tool
+from rath_mcp.tools.sessions import READ_ONLY, WRITES
+from runtime import InvalidInputError, Runtime
+
+Scope = Literal["user", "agent", "session", "resources"]
+
+
+class Remembered(BaseModel):
+    memory_id: str
+    uri: str
+    scope: str
+    tags: list[str]
+
+
+class Hit(BaseModel):
+    memory_id: str
+    uri: str
+    score: float = Field(description="BM25 relevance, always > 0; higher is better")
+    snippet: str
+    tags: list[str]
+    source: str | None
+
+
+class Recall(BaseModel):
+    query: str
+    hits: list[Hit] = Field(description="best first; only items sharing a word with the query")
+
+
+class Committed(BaseModel):
+    session_id: str
+    archived_uri: str
+    extracted_count: int
+    extracted_uris: list[str]
+
+
+class Forgotten(BaseModel):
+    deleted: int = Field(description="how many items were deleted (0 when there was nothing to forget)")
+
+
+def register(server: MCPServer, rt: Runtime) -> None:
+    """Add the memory tools to ``server``, bound to ``rt.memory``."""
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def memory_remember(
+        content: str,
+        scope: Scope = "user",
+        path: Annotated[str | None, Field(description="where under the scope; defaults to the new id")] = None,
+        tags: list[str] | None = None,
+    ) -> Remembered:
+        """Remember a piece of text at memory://{scope}/{path}; it is searchable at once."""
+        item = await rt.memory.remember(content, scope=scope, path=path, tags=tags or ())
+        return Remembered(memory_id=item.id, uri=item.uri, scope=item.scope, tags=list(item.tags))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def memory_recall(
+        query: str, k: Annotated[int, Field(ge=1, le=100)] = 5, scope: Scope | None = None
+    ) -> Recall:
+        """Find the remembered items that best match a query (BM25), best first."""
+        hits = await rt.memory.recall(query, k=k, scope=scope)
+        return Recall(
+            query=query,
+            hits=[
+                Hit(
+                    memory_id=h.memory_id,
+                    uri=h.uri,
+                    score=h.score,
+                    snippet=h.snippet,
+                    tags=list(h.tags),
+                    source=h.source,
+                )
+                for h in hits
+            ],
+        )
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def memory_commit(session_id: str, scope: Scope = "session") -> Committed:
+        """Archive a session's transcript in memory and remember the facts picked out of it."""
+        result = await rt.memory.commit(session_id, scope=scope)
+        return Committed(
+            session_id=session_id,
+            archived_uri=result.archived_uri,
+            extracted_count=result.extracted_count,
+            extracted_uris=[i.uri for i in result.items],
+        )
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def memory_forget(memory_id: str | None = None, uri: str | None = None) -> Forgotten:
+        """Delete one remembered item, by memory_id or by uri (give exactly one)."""
+        if (memory_id is None) == (uri is None):
+            raise InvalidInputError("memory_forget needs exactly one of memory_id or uri")
+        return Forgotten(deleted=await rt.memory.forget(memory_id=memory_id, uri=uri))
