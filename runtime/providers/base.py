@@ -1,0 +1,133 @@
+"""The provider protocol: one request shape in, one response shape out, whatever the model vendor.
+
+Every provider (``openai``, ``anthropic``, ``sampling``, ``scripted``) turns a ``ModelRequest`` (the
+session's chunks, a system prompt, tool specs) into a ``ModelResponse`` (text, tool calls in the
+OpenAI shape, usage). Streaming is optional and additive: pass ``on_delta`` to receive text as it
+arrives; the returned response is the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from runtime.errors import RathError, UsageError
+from runtime.sessions.model import Chunk, ToolCall, Usage
+
+DeltaCallback = Callable[[str], Awaitable[None]]
+STOP_REASONS = ("stop", "tool_calls", "length", "other")
+
+
+class ProviderError(RathError):
+    """A model provider failed to answer (after retries, where retrying made sense).
+
+    ``status`` is the HTTP status when there was one; ``retryable`` says whether the failure was
+    of the kind retried (429, 5xx, connection); the message never holds credentials.
+    """
+
+    def __init__(self, message: str, *, provider: str, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+
+
+class ProviderConfigError(UsageError):
+    """A provider was asked for with missing or contradictory configuration."""
+
+
+class TokenBudgetExceeded(UsageError):
+    """A run spent more tokens than its budget allowed."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a model is told about one tool: a name, what it is for, a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call: the conversation so far plus what the model may do next."""
+
+    messages: list[Chunk]
+    system: str | None = None
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    model: str | None = None
+
+    def last_user_text(self) -> str:
+        """The content of the last ``user`` chunk ("" when there is none)."""
+        for chunk in reversed(self.messages):
+            if chunk.kind == "user":
+                return chunk.content
+        return ""
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """One model answer: text, tool calls (OpenAI shape), usage, why it stopped, which model."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    usage: Usage
+    stop_reason: str
+    model: str
+
+    def as_chunk(self) -> Chunk:
+        """The answer as an ``assistant`` chunk to append to a session."""
+        return Chunk(kind="assistant", content=self.content, tool_calls=tuple(self.tool_calls) or None)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that answers a ``ModelRequest``."""
+
+    name: str
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelResponse: ...
+
+
+def usage_of(prompt: int | None, completion: int | None) -> Usage:
+    """A ``Usage`` from vendor counts that may be missing."""
+    p, c = max(0, prompt or 0), max(0, completion or 0)
+    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=p + c)
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every secret (of 4+ characters) replaced by ``***``: errors may echo request headers."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough, deterministic token count (about four characters a token) for providers without one."""
+    return (len(text) + 3) // 4
+
+
+class TokenBudget:
+    """A running total of tokens against a limit, shared by whoever holds it (an agent, a team)."""
+
+    def __init__(self, limit: int) -> None:
+        if limit <= 0:
+            raise UsageError(f"token budget must be a positive number of tokens, got {limit}")
+        self.limit = limit
+        self.spent = 0
+
+    def charge(self, usage: Usage) -> None:
+        self.spent += usage.total_tokens
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.limit
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.spent)
