@@ -1,0 +1,246 @@
+"""``FlowToolCall``: a callable operation with a JSON schema (the ``Function`` of the OpenRath analogy).
+
+A tool is a name, a description, a JSON schema of its arguments, an async callable and an optional
+``resource_key``. The agent runs calls that touch different resources in parallel and calls that
+share one in order. ``run_tool_calls`` does that and turns every failure into a typed result the
+model can read (``invalid_arguments``, ``unknown_tool``, ``execution_error``) instead of an exception
+that would end the run; cancellation and control signals (interrupts) still propagate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import jsonschema
+from jsonschema.validators import Draft202012Validator
+
+from runtime.errors import ControlSignal, InvalidInputError, RathError, UsageError
+from runtime.providers.base import ToolSpec
+from runtime.sandbox.base import CommandResult, Sandbox
+from runtime.sessions.model import Chunk, ToolCall
+
+ToolFn = Callable[..., Awaitable[str | dict[str, Any] | list[Any]]]
+ToolErrorKind = Literal["invalid_arguments", "unknown_tool", "execution_error"]
+MAX_RESULT_CHARS = 50_000
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ToolExecutionError(RathError):
+    """Raised by a tool to report a failure the model should see (becomes an ``execution_error`` result)."""
+
+
+@dataclass(frozen=True)
+class FlowToolCall:
+    """A tool an agent may call: ``fn(**arguments)`` returns text or JSON-able data."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: ToolFn
+    resource_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise InvalidInputError(
+                f"tool name {self.name!r} is not valid: use 1-64 letters, digits, '_' or '-' (model APIs require it)"
+            )
+        if self.parameters.get("type") != "object":
+            raise InvalidInputError(f"tool {self.name}: parameters must be a JSON schema with type 'object'")
+        try:
+            Draft202012Validator.check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            raise InvalidInputError(
+                f"tool {self.name}: parameters are not a valid JSON schema: {exc.message}"
+            ) from None
+
+    def spec(self) -> ToolSpec:
+        """What the model is told about this tool."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def check_arguments(self, raw: str) -> dict[str, Any]:
+        """Parse and validate a call's JSON arguments; ``ToolArgumentsError`` says what is wrong."""
+        try:
+            args = json.loads(raw or "{}")
+        except ValueError as exc:
+            raise ToolArgumentsError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
+        if not isinstance(args, dict):
+            raise ToolArgumentsError(f"arguments must be a JSON object, got {type(args).__name__}")
+        error = jsonschema.exceptions.best_match(Draft202012Validator(self.parameters).iter_errors(args))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+            raise ToolArgumentsError(f"argument {where}: {error.message}")
+        return args
+
+
+class ToolArgumentsError(UsageError):
+    """A tool call's arguments did not parse or did not match the tool's schema."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one tool call: its text for the model, and the error kind if it failed."""
+
+    call: ToolCall
+    content: str
+    error: ToolErrorKind | None = None
+
+    def chunk(self) -> Chunk:
+        return Chunk(kind="tool_result", content=self.content, tool_call_id=self.call.id, name=self.call.function.name)
+
+
+def _render(value: str | dict[str, Any] | list[Any]) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        cut = len(text) - MAX_RESULT_CHARS
+        text = text[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut off]"
+    return text
+
+
+def error_outcome(call: ToolCall, kind: ToolErrorKind, message: str) -> ToolOutcome:
+    """A typed error result: ``{"error": {"type": kind, "message": ...}}`` as the tool's text."""
+    body = {"error": {"type": kind, "message": message, "tool": call.function.name}}
+    return ToolOutcome(call, json.dumps(body, ensure_ascii=False), kind)
+
+
+async def _invoke(tool: FlowToolCall, call: ToolCall, args: dict[str, Any]) -> ToolOutcome:
+    try:
+        value = await tool.fn(**args)
+    except ControlSignal:
+        raise
+    except (ToolExecutionError, UsageError) as exc:
+        return error_outcome(call, "execution_error", str(exc))
+    except Exception as exc:  # a tool's own bug must not end the run: the model sees it and may adapt
+        return error_outcome(call, "execution_error", f"{type(exc).__name__}: {exc}")
+    return ToolOutcome(call, _render(value))
+
+
+async def run_tool_calls(tools: Mapping[str, FlowToolCall], calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+    """Run ``calls``: in parallel across resource keys, in order within one; outcomes in call order."""
+    outcomes: list[ToolOutcome | None] = [None] * len(calls)
+    lanes: dict[str, list[tuple[int, FlowToolCall, dict[str, Any]]]] = {}
+    for index, call in enumerate(calls):
+        tool = tools.get(call.function.name)
+        if tool is None:
+            known = ", ".join(sorted(tools)) or "(none)"
+            outcomes[index] = error_outcome(
+                call, "unknown_tool", f"no tool named {call.function.name!r}; tools: {known}"
+            )
+            continue
+        try:
+            args = tool.check_arguments(call.function.arguments)
+        except ToolArgumentsError as exc:
+            outcomes[index] = error_outcome(call, "invalid_arguments", str(exc))
+            continue
+        key = tool.resource_key if tool.resource_key is not None else f"\x00call-{index}"
+        lanes.setdefault(key, []).append((index, tool, args))
+
+    async def run_lane(lane: list[tuple[int, FlowToolCall, dict[str, Any]]]) -> None:
+        for index, tool, args in lane:
+            outcomes[index] = await _invoke(tool, calls[index], args)
+
+    async with anyio.create_task_group() as tg:
+        for lane in lanes.values():
+            tg.start_soon(run_lane, lane)
+    return [o for o in outcomes if o is not None]
+
+
+def tool_map(tools: Sequence[FlowToolCall]) -> dict[str, FlowToolCall]:
+    """Tools by name; two tools with one name is an error (the model could not tell them apart)."""
+    out: dict[str, FlowToolCall] = {}
+    for tool in tools:
+        if tool.name in out:
+            raise InvalidInputError(f"two tools are named {tool.name!r}; give each tool a distinct name")
+        out[tool.name] = tool
+    return out
+
+
+# -- built-in sandbox tools -------------------------------------------------------------------
+MAX_TIMEOUT_S = 300.0
+_PATH = {"type": "string", "description": "a path relative to the workspace root, e.g. 'src/main.py'"}
+_TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S, "default": 30}
+
+
+def _command_result(result: CommandResult) -> dict[str, Any]:
+    return {
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "timed_out": result.timed_out,
+        "truncated": result.truncated,
+        "duration_s": round(result.duration_s, 3),
+    }
+
+
+def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
+    """The built-in tools over one ``Sandbox``: read/write/list files, path exists, run command, run code.
+
+    They share one resource key (the workspace), so one agent turn's calls on a workspace run in the
+    order the model gave them: a write before a command that reads the file is seen by the command.
+    """
+    key = f"sandbox:{sandbox.backend}:{sandbox.workspace}"
+
+    async def read_file(path: str) -> str:
+        return (await sandbox.read_file(path)).decode("utf-8", errors="replace")
+
+    async def write_file(path: str, content: str) -> str:
+        await sandbox.write_file(path, content)
+        return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
+
+    async def list_files(path: str = ".") -> dict[str, Any]:
+        entries = await sandbox.list_dir(path)
+        return {"path": path, "entries": [{"name": e.name, "is_dir": e.is_dir, "size": e.size} for e in entries]}
+
+    async def path_exists(path: str) -> dict[str, Any]:
+        return {"path": path, "exists": bool(await sandbox.exists(path))}
+
+    async def run_command(command: str, timeout_s: float = 30.0, stdin: str | None = None) -> dict[str, Any]:
+        return _command_result(await sandbox.run_command(command, stdin=stdin, timeout_s=timeout_s))
+
+    async def run_code(code: str, language: str = "python", timeout_s: float = 30.0) -> dict[str, Any]:
+        return _command_result(await sandbox.run_code(code, language=language, timeout_s=timeout_s))
+
+    def obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+    text = {"type": "string"}
+    return [
+        FlowToolCall(
+            "read_file", "Read a text file from the workspace.", obj({"path": _PATH}, ["path"]), read_file, key
+        ),
+        FlowToolCall(
+            "write_file",
+            "Write a text file in the workspace (creating parent directories, replacing any old content).",
+            obj({"path": _PATH, "content": text}, ["path", "content"]),
+            write_file,
+            key,
+        ),
+        FlowToolCall(
+            "list_files", "List a workspace directory (sorted by name).", obj({"path": _PATH}, []), list_files, key
+        ),
+        FlowToolCall(
+            "path_exists",
+            "Whether a file or directory exists in the workspace.",
+            obj({"path": _PATH}, ["path"]),
+            path_exists,
+            key,
+        ),
+        FlowToolCall(
+            "run_command",
+            "Run a shell command in the workspace; returns exit code, stdout and stderr.",
+            obj({"command": text, "timeout_s": _TIMEOUT, "stdin": text}, ["command"]),
+            run_command,
+            key,
+        ),
+        FlowToolCall(
+            "run_code",
+            "Run a snippet of code in the workspace (python by default); returns exit code, stdout and stderr.",
+            obj({"code": text, "language": {"type": "string", "default": "python"}, "timeout_s": _TIMEOUT}, ["code"]),
+            run_code,
+            key,
+        ),
+    ]
