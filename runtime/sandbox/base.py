@@ -165,3 +165,31 @@ def to_bytes(data: bytes | str | None) -> bytes | None:
     if isinstance(data, str):
         return data.encode("utf-8")
     raise SandboxError(f"expected bytes or str, got {type(data).__name__}; pass the data as bytes or text")
+
+
+def command_argv(command: str | list[str]) -> list[str]:
+    """A command as argv: a string runs through ``sh -c``; a list is exec'd as given."""
+    if isinstance(command, str):
+        if not command.strip():
+            raise SandboxError("command is empty; pass a shell command such as 'ls -la'")
+        return ["sh", "-c", command]
+    if not command or not all(isinstance(a, str) and "\x00" not in a for a in command) or not command[0]:
+        raise SandboxError("command list must be non-empty strings without NUL, e.g. ['python3', 'main.py']")
+    return list(command)
+
+
+def check_timeout(timeout_s: float) -> float:
+    if not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        raise SandboxError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
+
+def check_env(env: dict[str, str] | None) -> dict[str, str]:
+    """Caller-supplied environment variables, validated (names without '=', no NUL anywhere)."""
+    env = dict(env or {})
+    for key, value in env.items():
+        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
+            raise SandboxError(f"environment variable name {key!r} is not valid: use a non-empty name without '='")
+        if not isinstance(value, str) or "\x00" in value:
+            raise SandboxError(f"environment variable {key} must be a string without NUL bytes")
+    return env

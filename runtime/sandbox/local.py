@@ -28,7 +28,10 @@ from runtime.sandbox.base import (
     SandboxError,
     SandboxFileNotFoundError,
     UnsupportedLanguageError,
+    check_env,
+    check_timeout,
     check_workspace_name,
+    command_argv,
 )
 from runtime.sandbox.localfs import LocalFiles
 from runtime.sandbox.process import run_process
@@ -48,16 +51,6 @@ def _python() -> str:
 def _search_path() -> str:
     dirs = [str(Path(_python()).parent), "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
     return ":".join(dict.fromkeys(dirs))
-
-
-def _check_env(env: dict[str, str] | None) -> dict[str, str]:
-    env = dict(env or {})
-    for key, value in env.items():
-        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
-            raise SandboxError(f"environment variable name {key!r} is not valid: use a non-empty name without '='")
-        if not isinstance(value, str) or "\x00" in value:
-            raise SandboxError(f"environment variable {key} must be a string without NUL bytes")
-    return env
 
 
 class LocalSandbox:
@@ -101,12 +94,11 @@ class LocalSandbox:
         timeout_s: float = 30.0,
         cwd: str = ".",
     ) -> CommandResult:
-        argv = self._argv(command)
-        if not timeout_s or timeout_s <= 0:
-            raise SandboxError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        argv = command_argv(command)
+        timeout_s = check_timeout(timeout_s)
         workdir = await anyio.to_thread.run_sync(self._files.directory, cwd)
         full_env = {"PATH": _search_path(), "HOME": str(self.root), "LANG": _LANG, "LC_ALL": _LANG}
-        full_env.update(_check_env(env))
+        full_env.update(check_env(env))
         if self._use_bwrap:
             argv = self._bwrap_prefix(workdir) + argv
         stdin_bytes = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
@@ -133,15 +125,6 @@ class LocalSandbox:
 
     async def close(self) -> None:
         """Nothing to release: the workspace lives on disk until the backend destroys it."""
-
-    def _argv(self, command: str | list[str]) -> list[str]:
-        if isinstance(command, str):
-            if not command.strip():
-                raise SandboxError("command is empty; pass a shell command such as 'ls -la'")
-            return ["sh", "-c", command]
-        if not command or not all(isinstance(a, str) and "\x00" not in a for a in command) or not command[0]:
-            raise SandboxError("command list must be non-empty strings without NUL, e.g. ['python3', 'main.py']")
-        return list(command)
 
     def _bwrap_prefix(self, workdir: Path) -> list[str]:
         root = str(self.root)

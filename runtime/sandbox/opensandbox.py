@@ -1,0 +1,164 @@
+"""The ``opensandbox`` backend: each workspace is a container managed by an OpenSandbox server.
+
+The unmodified ``opensandbox`` SDK talks to the lifecycle API (create, list, connect, kill) and to
+execd inside each sandbox (commands, files). A workspace is found again by its metadata label
+(``rath-workspace``, plus ``rath-namespace`` so that several homes can share one server), so a
+later ``open`` of the same name attaches to the same container instead of making a new one.
+
+Settings come from arguments, else ``OPEN_SANDBOX_DOMAIN`` / ``OPEN_SANDBOX_API_KEY`` (read by the
+SDK). The api key is never logged or put in error messages. Tests pass a local emulator's domain.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from opensandbox import Sandbox as SdkSandbox
+from opensandbox import SandboxManager
+from opensandbox.config import ConnectionConfig
+from opensandbox.exceptions import SandboxException
+from opensandbox.models.filesystem import WriteEntry
+from opensandbox.models.sandboxes import SandboxFilter
+
+from runtime.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, SandboxError, SandboxFileNotFoundError, check_workspace_name
+from runtime.sandbox.opensandbox_box import HIDDEN_PREFIX, OpenSandboxSandbox, translate
+from runtime.sandbox.workspaces import WorkspaceExistsError
+
+WORKSPACE_LABEL = "rath-workspace"
+NAMESPACE_LABEL = "rath-namespace"
+
+
+@dataclass(frozen=True)
+class OpenSandboxSettings:
+    """How to reach an OpenSandbox server and what each workspace container looks like."""
+
+    domain: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    protocol: str = "http"
+    image: str = "python:3.11-slim"
+    root_dir: str = "/workspace"
+    namespace: str = "rath"
+    request_timeout_s: float = 30.0
+    ready_timeout_s: float = 30.0
+    sandbox_timeout_s: float | None = None  # container lifetime; None keeps it until destroyed
+    use_server_proxy: bool = False
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False, compare=False)
+
+
+class OpenSandboxBackend:
+    """Workspaces as OpenSandbox containers; see the module docstring."""
+
+    name = "opensandbox"
+
+    def __init__(
+        self,
+        domain: str | None = None,
+        api_key: str | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        settings: OpenSandboxSettings | None = None,
+        **overrides: Any,
+    ) -> None:
+        base = settings or OpenSandboxSettings()
+        given: dict[str, Any] = {"domain": domain, "api_key": api_key, "transport": transport}
+        self.settings = replace(base, **{k: v for k, v in given.items() if v is not None}, **overrides)
+        if not self.settings.root_dir.startswith("/"):
+            raise SandboxError(f"root_dir {self.settings.root_dir!r} must be an absolute path inside the container")
+
+    def _config(self) -> ConnectionConfig:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "domain": s.domain,
+            "api_key": s.api_key,
+            "protocol": s.protocol,
+            "request_timeout": timedelta(seconds=s.request_timeout_s),
+            "use_server_proxy": s.use_server_proxy,
+            "disable_metrics": True,  # the SDK would otherwise post create timings to the server
+        }
+        if s.transport is not None:
+            kwargs["transport"] = s.transport
+        return ConnectionConfig(**kwargs)
+
+    def _labels(self, workspace: str) -> dict[str, str]:
+        return {WORKSPACE_LABEL: workspace, NAMESPACE_LABEL: self.settings.namespace}
+
+    async def _find(self, workspace: str) -> str | None:
+        """The id of the running container labelled with ``workspace``, if any."""
+        manager = await SandboxManager.create(self._config())
+        try:
+            page = await manager.list_sandbox_infos(
+                SandboxFilter(states=["Running"], metadata=self._labels(workspace), page_size=1)
+            )
+        except SandboxException as exc:
+            raise translate(exc, f"look up workspace {workspace!r}") from exc
+        finally:
+            await manager.close()
+        return page.sandbox_infos[0].id if page.sandbox_infos else None
+
+    async def open(self, workspace: str) -> OpenSandboxSandbox:
+        check_workspace_name(workspace)
+        s = self.settings
+        existing = await self._find(workspace)
+        try:
+            if existing is not None:
+                sdk = await SdkSandbox.connect(
+                    existing, connection_config=self._config(), connect_timeout=timedelta(seconds=s.ready_timeout_s)
+                )
+            else:
+                sdk = await SdkSandbox.create(
+                    s.image,
+                    metadata=self._labels(workspace),
+                    timeout=None if s.sandbox_timeout_s is None else timedelta(seconds=s.sandbox_timeout_s),
+                    ready_timeout=timedelta(seconds=s.ready_timeout_s),
+                    connection_config=self._config(),
+                )
+                await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
+        except SandboxException as exc:
+            raise translate(exc, f"open workspace {workspace!r}") from exc
+        return OpenSandboxSandbox(workspace, sdk, root_dir=s.root_dir, max_output_bytes=s.max_output_bytes)
+
+    async def clone(self, src_workspace: str, dst_workspace: str) -> None:
+        """Copy through a tar archive: there is no server-side copy between containers."""
+        check_workspace_name(dst_workspace)
+        if await self._find(src_workspace) is None:
+            raise SandboxFileNotFoundError(f"workspace {src_workspace!r} does not exist; open it first")
+        if await self._find(dst_workspace) is not None:
+            raise WorkspaceExistsError(f"workspace {dst_workspace!r} already exists; choose a new name or destroy it")
+        archive = f"{HIDDEN_PREFIX}clone-{uuid.uuid4().hex}.tar"
+        remote = posixpath.join(self.settings.root_dir, archive)
+        src = await self.open(src_workspace)
+        try:
+            packed = await src.run_command(["tar", "-cf", archive, f"--exclude=./{archive}", "."], timeout_s=300)
+            if packed.exit_code != 0:
+                raise SandboxError(f"could not pack workspace {src_workspace!r}: {packed.stderr.strip()}")
+            data = await src.read_file(archive)
+            await src.run_command(["rm", "-f", archive])
+        finally:
+            await src.close()
+        dst = await self.open(dst_workspace)
+        try:
+            await dst.sdk.files.write_file(remote, data, mode=644)
+            unpacked = await dst.run_command(f"tar -xf {archive} && rm -f {archive}", timeout_s=300)
+            if unpacked.exit_code != 0:
+                raise SandboxError(f"could not unpack into workspace {dst_workspace!r}: {unpacked.stderr.strip()}")
+        finally:
+            await dst.close()
+
+    async def destroy(self, workspace: str) -> None:
+        check_workspace_name(workspace)
+        sandbox_id = await self._find(workspace)
+        if sandbox_id is None:
+            return
+        manager = await SandboxManager.create(self._config())
+        try:
+            await manager.kill_sandbox(sandbox_id)
+        except SandboxException as exc:
+            raise translate(exc, f"destroy workspace {workspace!r}") from exc
+        finally:
+            await manager.close()

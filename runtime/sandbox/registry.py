@@ -1,0 +1,97 @@
+"""``SandboxRegistry``: from a session's placement to an opened sandbox, and forks of workspaces.
+
+A session's ``placement`` is ``{backend, workspace}``. The registry owns one instance of each
+backend, opens each (backend, workspace) once and hands the same ``Sandbox`` to every caller until
+``aclose``. ``isolate`` gives a forked session its own copy of the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from runtime.sandbox.base import Backend, Sandbox, SandboxError, check_workspace_name
+from runtime.sandbox.local import LocalBackend
+from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
+from runtime.sessions import Placement
+
+DEFAULT_WORKSPACE = "default"
+
+
+class SandboxRegistry:
+    """The backends of one runtime and the sandboxes it has opened."""
+
+    def __init__(
+        self,
+        home: Path,
+        default_backend: str = "local",
+        opensandbox_settings: OpenSandboxSettings | dict[str, Any] | None = None,
+        *,
+        use_bwrap: bool | None = None,
+    ) -> None:
+        if isinstance(opensandbox_settings, dict):
+            opensandbox_settings = OpenSandboxSettings(**opensandbox_settings)
+        self.home = Path(home)
+        self.backends: dict[str, Backend] = {
+            "local": LocalBackend(self.home / "workspaces", use_bwrap=use_bwrap),
+            "opensandbox": OpenSandboxBackend(settings=opensandbox_settings),
+        }
+        self.default_backend = self._check_backend(default_backend)
+        self._open: dict[tuple[str, str], Sandbox] = {}
+        self._lock = anyio.Lock()
+
+    def register(self, backend: Backend) -> None:
+        """Add (or replace) a backend, e.g. a test fake implementing the ``Backend`` protocol."""
+        self.backends[backend.name] = backend
+
+    def _check_backend(self, name: str) -> str:
+        if name not in self.backends:
+            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of {', '.join(sorted(self.backends))}")
+        return name
+
+    def placement(self, workspace: str | None = None, backend: str | None = None) -> Placement:
+        """A placement on this registry's default backend (validated)."""
+        name = self._check_backend(backend or self.default_backend)
+        return Placement(backend=name, workspace=check_workspace_name(workspace) if workspace else None)
+
+    def _key(self, placement: Placement) -> tuple[str, str]:
+        backend = self._check_backend(placement.backend or self.default_backend)
+        return backend, check_workspace_name(placement.workspace or DEFAULT_WORKSPACE)
+
+    async def get(self, placement: Placement) -> Sandbox:
+        """The opened sandbox for ``placement`` (opened on first use, then cached)."""
+        key = self._key(placement)
+        async with self._lock:
+            sandbox = self._open.get(key)
+            if sandbox is None:
+                sandbox = await self.backends[key[0]].open(key[1])
+                self._open[key] = sandbox
+            return sandbox
+
+    async def isolate(self, placement: Placement, new_workspace: str | None = None) -> Placement:
+        """Clone the placement's workspace for a forked session; returns the child's placement."""
+        backend, source = self._key(placement)
+        target = check_workspace_name(new_workspace or f"{source[:80]}-fork-{os.urandom(5).hex()}")
+        await self.get(Placement(backend=backend, workspace=source))  # a never-used workspace is cloned empty
+        await self.backends[backend].clone(source, target)
+        return Placement(backend=backend, workspace=target)
+
+    async def destroy(self, placement: Placement) -> None:
+        """Remove a workspace and forget its opened sandbox."""
+        key = self._key(placement)
+        async with self._lock:
+            sandbox = self._open.pop(key, None)
+        if sandbox is not None:
+            await sandbox.close()
+        await self.backends[key[0]].destroy(key[1])
+
+    async def aclose(self) -> None:
+        """Close every opened sandbox (workspaces stay; they are data)."""
+        async with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        for sandbox in opened:
+            with anyio.CancelScope(shield=True):
+                await sandbox.close()
