@@ -1,0 +1,87 @@
+"""Stdio MCP servers as agent tools: one long-lived process per server, isError stays an error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime import Runtime
+from runtime.errors import InvalidInputError
+from runtime.flow.agent import Agent
+from runtime.flow.mcp_tools import MCPServerSpec, MCPToolServer, mcp_server_specs
+from runtime.flow.tools import ToolExecutionError
+from runtime.providers import ScriptedProvider
+
+SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_stdio_server.py")
+
+
+def spec(**overrides: object) -> MCPServerSpec:
+    return MCPServerSpec(name="fake", command=sys.executable, args=(SERVER,), **overrides)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_tools_are_listed_with_their_schemas_and_all_calls_share_one_process() -> None:
+    async with MCPToolServer(spec(tool_prefix="fake_")) as server:
+        tools = {t.name: t for t in await server.tools()}
+        assert sorted(tools) == ["fake_add", "fake_fail", "fake_remember", "fake_whoami"]
+        assert tools["fake_add"].parameters["required"] == ["a", "b"]
+        assert tools["fake_add"].description == "Add two integers."
+        assert await tools["fake_add"].fn(a=2, b=40) == "42"
+        pids = {await tools["fake_whoami"].fn() for _ in range(3)}
+        assert len(pids) == 1
+        await tools["fake_remember"].fn(note="first")
+        notes = json.loads(await tools["fake_remember"].fn(note="second"))
+        assert notes == {"notes": ["first", "second"]}  # state lives in the one server process
+        assert server.calls == 6
+
+
+@pytest.mark.anyio
+async def test_an_is_error_result_raises_and_never_reads_as_success() -> None:
+    async with MCPToolServer(spec()) as server:
+        with pytest.raises(ToolExecutionError, match="refused: not today"):
+            await server.call("fail", {"reason": "not today"})
+        with pytest.raises(ToolExecutionError, match="Unknown tool: missing"):
+            await server.call("missing", {})
+
+
+@pytest.mark.anyio
+async def test_agent_uses_mcp_tools_and_sees_errors_as_typed_results(rt: Runtime) -> None:
+    script = [
+        {
+            "tool_calls": [
+                {"name": "add", "arguments": {"a": 5, "b": 6}},
+                {"name": "fail", "arguments": {"reason": "x"}},
+            ]
+        },
+        {"content": "5 + 6 = 11; the other tool refused."},
+    ]
+    start = await rt.sessions.create([{"kind": "user", "content": "add 5 and 6"}])
+    async with MCPToolServer(spec()) as server:
+        result = await Agent("sys", ScriptedProvider(script), await server.tools()).run(rt, start.id)
+    chunks = (await rt.sessions.get(result.session.id)).chunks
+    assert chunks[2].content == "11"
+    error = json.loads(chunks[3].content)["error"]
+    assert error["type"] == "execution_error" and "refused: x" in error["message"]
+    assert result.answer == "5 + 6 = 11; the other tool refused."
+
+
+@pytest.mark.anyio
+async def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
+    missing = MCPServerSpec(name="ghost", command=str(tmp_path / "no-such-binary"))
+    with pytest.raises(InvalidInputError, match="MCP server 'ghost' could not be started"):
+        async with MCPToolServer(missing):
+            pass
+
+
+def test_servers_are_declared_in_config_json(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(
+        json.dumps({"mcp_servers": {"calc": {"command": "python", "args": ["calc.py"], "tool_prefix": "calc_"}}})
+    )
+    (calc,) = mcp_server_specs(tmp_path)
+    assert (calc.name, calc.command, calc.args, calc.tool_prefix) == ("calc", "python", ("calc.py",), "calc_")
+    (tmp_path / "config.json").write_text(json.dumps({"mcp_servers": {"bad": {"args": []}}}))
+    with pytest.raises(InvalidInputError, match=r"mcp_servers\.bad needs a 'command'"):
+        mcp_server_specs(tmp_path)
