@@ -1,0 +1,148 @@
+"""The SQLite store under sessions: restarts, migrations, tenant/project isolation, and real bytes on disk."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime import InvalidInputError, NotFoundError, Runtime, Usage
+from runtime.errors import StoreError
+from runtime.store.schema import ALL_MIGRATIONS
+from runtime.store.sqlite import pending_migrations
+
+pytestmark = pytest.mark.anyio
+
+FILLER = "x" * 100  # ~100 bytes of content per chunk, so copying a session would show
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"kind": "user", "content": text}
+
+
+async def db_bytes(rt: Runtime) -> int:
+    """The database's logical size (page_count * page_size), WAL content included."""
+    pages, size = await rt.db.read(
+        lambda c: (c.execute("PRAGMA page_count").fetchone()[0], c.execute("PRAGMA page_size").fetchone()[0])
+    )
+    return int(pages) * int(size)
+
+
+async def rows(rt: Runtime, table: str) -> int:
+    return int(await rt.db.read(lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
+
+
+async def test_a_session_and_its_lineage_survive_closing_and_reopening(home: Path) -> None:
+    async with Runtime.open(home) as rt:
+        root = await rt.sessions.create([user("a")], usage=Usage(total_tokens=4), metadata={"k": "v"})
+        f1, f2 = await rt.sessions.fork(root.id, count=2)
+        a = await rt.sessions.append(f1.id, [user("b")], usage=Usage(total_tokens=1))
+        m = await rt.sessions.merge([a.id, f2.id])
+        before = await rt.sessions.get(m.id)
+        graph = await rt.sessions.lineage(m.id)
+    async with Runtime.open(home) as rt:
+        assert await rt.sessions.get(m.id) == before
+        assert await rt.sessions.lineage(m.id) == graph
+        assert (await rt.sessions.info(root.id)).metadata == {"k": "v"}
+        more = await rt.sessions.append(m.id, [user("c")])  # and it keeps working after the restart
+        assert [c.content for c in await rt.sessions.chunks(more.id)] == ["a", "b", "c"]
+
+
+async def test_migrations_are_recorded_once_in_order_and_reopening_applies_none(home: Path) -> None:
+    db_file = home / "rath.db"
+    assert pending_migrations(db_file, ALL_MIGRATIONS) == [m.name for m in ALL_MIGRATIONS]
+    async with Runtime.open(home):
+        pass
+    assert pending_migrations(db_file, ALL_MIGRATIONS) == []
+    conn = sqlite3.connect(db_file)
+    first = conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY applied_at, rowid").fetchall()
+    conn.close()
+    assert [name for name, _ in first] == [m.name for m in ALL_MIGRATIONS]
+    assert {"0001_sessions", "0002_session_own_usage"} <= {name for name, _ in first}
+    async with Runtime.open(home) as rt:
+        s = await rt.sessions.create([user("still fine")])
+    conn = sqlite3.connect(db_file)
+    again = conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY applied_at, rowid").fetchall()
+    conn.close()
+    assert again == first  # nothing re-applied, nothing re-recorded
+    async with Runtime.open(home) as rt:
+        assert (await rt.sessions.get(s.id)).chunks[0].content == "still fine"
+
+
+async def test_tenants_and_projects_never_see_each_others_sessions(home: Path) -> None:
+    async with Runtime.open(home, tenant="acme", project="alpha") as acme:
+        mine = await acme.sessions.create([user("acme secret")])
+        child = await acme.sessions.append(mine.id, [user("more")])
+    for tenant, project in (("globex", "alpha"), ("acme", "beta"), ("local", "default")):
+        async with Runtime.open(home, tenant=tenant, project=project) as other:
+            theirs = await other.sessions.create([user("other")])
+            for op in (
+                other.sessions.get,
+                other.sessions.info,
+                other.sessions.chunks,
+                other.sessions.detach,
+                other.sessions.fork,
+                other.sessions.lineage,
+                other.sessions.export_jsonl,
+            ):
+                with pytest.raises(NotFoundError, match=f"in {tenant}/{project}"):
+                    await op(mine.id)
+            with pytest.raises(NotFoundError):
+                await other.sessions.append(mine.id, [user("intrude")])
+            with pytest.raises(NotFoundError):
+                await other.sessions.merge([theirs.id, mine.id])
+            with pytest.raises(NotFoundError):
+                await other.sessions.derive([mine.id], [user("x")], op="run")
+            page, _ = await other.sessions.page(limit=500)
+            assert [s.id for s in page] == [theirs.id]
+            assert theirs.tenant == tenant and theirs.project == project
+    async with Runtime.open(home, tenant="acme", project="alpha") as acme:
+        page, _ = await acme.sessions.page(limit=500)
+        assert {s.id for s in page} == {mine.id, child.id}
+        assert await acme.sessions.descendants(mine.id) == [child.id]
+
+
+@pytest.mark.parametrize("tenant", ["", "has space", "semi;colon", "a/b"])
+async def test_a_bad_tenant_name_is_refused(home: Path, tenant: str) -> None:
+    with pytest.raises(InvalidInputError, match="tenant"):
+        async with Runtime.open(home, tenant=tenant):
+            pass
+
+
+async def test_forks_of_a_10000_chunk_session_grow_the_store_by_a_constant(home: Path) -> None:
+    async with Runtime.open(home, synchronous="OFF") as rt:
+        small = await rt.sessions.create([user(f"{i} {FILLER}") for i in range(10)])
+        big = await rt.sessions.create([user(f"{i} {FILLER}") for i in range(10_000)])
+        assert await db_bytes(rt) > 1_000_000  # the big session's content really is on disk
+        growth = {}
+        for session in (small, big, small, big):  # twice each: the second pass is the measurement
+            chunks, segments = await rows(rt, "chunks"), await rows(rt, "segments")
+            start = await db_bytes(rt)
+            forks = [f for _ in range(4) for f in await rt.sessions.fork(session.id, count=25)]
+            growth[session.length] = await db_bytes(rt) - start
+            assert await rows(rt, "chunks") == chunks and await rows(rt, "segments") == segments
+        assert growth[10_000] <= 100 * 1024  # 100 forks: at most ~1 KB each, not 1 MB each
+        assert abs(growth[10_000] - growth[10]) <= 2 * 4096  # the same, within page granularity
+        last = await rt.sessions.chunks(forks[-1].id, offset=9_999)
+        assert last[0].content == f"9999 {FILLER}"
+
+
+async def test_append_to_a_10000_chunk_session_writes_only_the_new_chunk(rt: Runtime) -> None:
+    big = await rt.sessions.create([user(str(i)) for i in range(10_000)])
+    (fork,) = await rt.sessions.fork(big.id)
+    chunks = await rows(rt, "chunks")
+    at_tip = await rt.sessions.append(big.id, [user("tip")])
+    off_tip = await rt.sessions.append(fork.id, [user("branch")])
+    assert await rows(rt, "chunks") == chunks + 2
+    assert (await rt.sessions.chunks(at_tip.id, offset=10_000))[0].content == "tip"
+    assert (await rt.sessions.chunks(off_tip.id, offset=9_999))[1].content == "branch"
+
+
+async def test_a_write_that_loses_its_transaction_fails_alone_and_the_store_keeps_working(rt: Runtime) -> None:
+    """A write whose transaction SQLite rolled back under it gets a StoreError; later writes commit."""
+    with pytest.raises(StoreError, match="the write transaction failed"):
+        await rt.db.write(lambda conn: conn.execute("ROLLBACK"))
+    s = await rt.sessions.create([user("after")])
+    assert (await rt.sessions.get(s.id)).chunks[0].content == "after"
