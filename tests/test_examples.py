@@ -67,4 +67,30 @@ def test_memory_recall_finds_only_matching_items(home: Path) -> None:
     assert re.search(rf"'tabs or spaces' finds memory://session/{committed.group(1)}/", out)
 
 
-HELPER_FILES: set[str] = set()
+def test_durable_run_survives_a_restart_and_resumes_after_approval(home: Path) -> None:
+    out = run_example("durable_approval.py", home)
+    waiting = re.search(
+        r"run (run_\w+) is waiting at step publish: approval \"Publish 'Note: picnic on Saturday'\?\"", out
+    )
+    assert waiting, out
+    assert "after approval the run is succeeded: published=True" in out
+    assert "receipt: {'posted': 'Note: picnic on Saturday'}" in out
+    events = out.split("events: ")[1].split(", ")
+    assert events[0] == "run.created" and "interrupt.created" in events and "interrupt.decided" in events
+    assert events.count("effect.succeeded") == 1, "the publish effect must happen exactly once"
+
+
+def test_mcp_client_drives_custom_workflows_over_stdio(home: Path) -> None:
+    out = run_example("mcp_client.py", home)
+    workflows = re.search(r"connected \(([\d-]+)\); workflows: (.*)", out)
+    assert workflows, out
+    assert {"publish", "triage", "echo", "approval"} <= set(workflows.group(2).split(", "))
+    assert "triage 'Urgent: the site is down': succeeded via route -> escalate" in out
+    assert "triage 'Typo on the About page': succeeded via route -> queue" in out
+    assert "publish is waiting: Publish 'Note: picnic'?" in out
+    assert "publish after approval: succeeded" in out
+    assert "recall 'when is the picnic': The picnic is on Saturday in the park." in out
+
+
+# my_workflows.py is the --workflows file: mcp_client.py serves it and durable_approval.py imports it.
+HELPER_FILES: set[str] = {"my_workflows.py"}
