@@ -76,3 +76,31 @@ def register_memory_resources(server: MCPServer, rt: Runtime) -> None:
     async def memory_item(memory_id: str) -> str:
         """A remembered item: its memory:// URI, content, tags and source."""
         return dumps((await rt.memory.get(memory_id)).public())
+
+
+def register_run_resources(server: MCPServer, rt: Runtime) -> None:
+    """Runs (subscribable), their events, and the workflows they run."""
+
+    @server.resource("rath://runs/{run_id}", name="run", mime_type=JSON)
+    @translate_resource
+    async def run_resource(run_id: str) -> str:
+        """A run summary with its pending interrupts; subscribe for an update on every status change."""
+        run = await rt.runs.get(run_id)
+        return dumps({**run.summary(), "state": run.state, "input": run.input, "attempt": run.attempt})
+
+    @server.resource("rath://runs/{run_id}/events", name="run_events", mime_type=JSON)
+    @translate_resource
+    async def run_events(run_id: str) -> str:
+        """A run's first 1000 events, in order."""
+        return dumps([e.model_dump(mode="json") for e in await rt.runs.events(run_id, 0, 1000)])
+
+    @server.resource("rath://workflows", name="workflows", mime_type=JSON)
+    async def workflows() -> str:
+        """Every workflow this server runs: name, description, input schema and steps."""
+        return dumps(rt.workflows.describe())
+
+    @server.resource("rath://workflows/{name}", name="workflow", mime_type=JSON)
+    @translate_resource
+    async def workflow(name: str) -> str:
+        """One workflow's description, input schema and step graph."""
+        return dumps(rt.workflows.get(name).describe())

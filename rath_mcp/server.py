@@ -9,8 +9,10 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from mcp.server import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import resources, tools
+from rath_mcp import prompts, resources, subscriptions, tools
+from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
 
 SERVER_NAME = "rath-mcp"
@@ -30,10 +32,20 @@ def server_version() -> str:
         return "0.0.0+source"
 
 
-def build_server(rt: Runtime) -> MCPServer:
-    """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions."""
-    server: MCPServer = MCPServer(SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING")
-    tools.register_all(server, rt)
+def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
+    """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
+
+    ``heartbeat_s`` is how often a waiting tool sends a progress notification when nothing changes.
+    """
+    bus = InMemorySubscriptionBus()
+    server: MCPServer = MCPServer(
+        SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
+    )
+    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s))
     resources.register_session_resources(server, rt)
+    resources.register_run_resources(server, rt)
     resources.register_memory_resources(server, rt)
+    prompts.register_prompts(server, rt)
+    prompts.register_completions(server, rt)
+    subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))
     return server

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-from rath_mcp.tools import memory, sessions
+from rath_mcp.tools import memory, runs, sessions
+from rath_mcp.waiting import RunWaiter
 from runtime import Runtime
 
 
-def register_all(server: MCPServer, rt: Runtime) -> None:
-    """Add every tool the runtime supports to ``server``."""
+def register_all(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
+    """Add every tool of the contract to ``server``."""
     sessions.register(server, rt)
+    runs.register(server, rt, waiter)
     memory.register(server, rt)

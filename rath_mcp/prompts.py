@@ -1,0 +1,81 @@
+"""Prompts (``delegate_task``, ``review_run``) and argument completion for prompts and templates.
+
+Prompts are ready-made instructions a host can offer its user; completion fills in workflow
+names and run/session ids as the user types.
+"""
+
+from __future__ import annotations
+
+import json
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp_types import Completion, CompletionArgument, CompletionContext, PromptReference, ResourceTemplateReference
+
+from runtime import Runtime
+
+MAX_COMPLETIONS = 100
+
+
+def register_prompts(server: MCPServer, rt: Runtime) -> None:
+    @server.prompt(title="Delegate a task to a durable workflow")
+    async def delegate_task(task: str, workflow: str = "agent") -> list[UserMessage]:
+        """Hand a task to a rath-mcp workflow and see it through to its answer."""
+        rt.workflows.get(workflow)  # an unknown name fails here, listing the known ones
+        text = (
+            f"Use the rath-mcp `delegate` tool with workflow={workflow!r} for this task:\n\n{task}\n\n"
+            "If the result has no answer yet, call `run_wait` with its run_id until the run finishes. "
+            "If the run waits on a human, show me the pending interrupt's prompt and record my decision "
+            "with `interrupt_resolve`. When it finishes, give me the answer and the output session id."
+        )
+        return [UserMessage(text)]
+
+    @server.prompt(title="Review a durable run")
+    async def review_run(run_id: str) -> list[UserMessage]:
+        """Review what a run did so far and decide what it is waiting on."""
+        run = await rt.runs.get(run_id)
+        events = await rt.runs.events(run_id, 0, 50)
+        lines = [f"- #{e.seq} {e.type} {json.dumps(e.data, ensure_ascii=False)[:200]}" for e in events]
+        text = (
+            f"Review rath-mcp run {run_id} (workflow {run.workflow}).\n\n"
+            f"Summary:\n```json\n{json.dumps(run.summary(), indent=2, ensure_ascii=False)}\n```\n\n"
+            "Events (oldest first):\n" + ("\n".join(lines) or "(none)") + "\n\n"
+            "Explain what happened and whether anything went wrong. "
+            + (
+                "It is waiting on a human: for each pending interrupt, recommend approve, edit or reject "
+                "and, once I agree, record it with `interrupt_resolve`."
+                if run.pending_interrupts
+                else "If it needs review, look at `effect_list` and suggest how to settle each effect."
+            )
+        )
+        return [UserMessage(text)]
+
+
+def register_completions(server: MCPServer, rt: Runtime) -> None:
+    async def complete(
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None,
+    ) -> Completion | None:
+        values = await candidates(rt, argument.name)
+        if values is None:
+            return None
+        matches = [v for v in values if v.startswith(argument.value)]
+        return Completion(values=matches[:MAX_COMPLETIONS], total=len(matches), has_more=len(matches) > MAX_COMPLETIONS)
+
+    server.completion()(complete)  # type: ignore[no-untyped-call]  # the SDK's decorator is unannotated
+
+
+async def candidates(rt: Runtime, name: str) -> list[str] | None:
+    """Every value an argument may take (newest first for ids); None for arguments we do not complete."""
+    if name in ("workflow", "name"):
+        return rt.workflows.names()
+    if name == "run_id":
+        runs, _ = await rt.runs.list(limit=500)
+        return [r.id for r in runs]
+    if name == "session_id":
+        sessions, _ = await rt.sessions.page(None, 500)
+        return [s.id for s in sessions]
+    if name == "memory_id":
+        return [item.id for item in await rt.memory.list(limit=1000)]
+    return None

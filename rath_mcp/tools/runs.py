@@ -1,0 +1,254 @@
+"""Durable-run tools: workflows, runs, events, interrupts, effects, and ``delegate``.
+
+``run_start``, ``run_wait`` and ``delegate`` never block past their budget (capped at 50 s): they
+return the run summary (a handle) when the budget runs out, with progress notifications while
+they wait, and ask a human through the client when the run parks on an interrupt.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp_types import InputRequiredResult
+from pydantic import BaseModel, Field
+
+from rath_mcp.errors import translate_tool
+from rath_mcp.tools.sessions import READ_ONLY, WRITES
+from rath_mcp.waiting import RunWaiter, cap
+from runtime import InvalidInputError, Runtime
+from runtime.durable.models import TERMINAL, Run
+
+RunId = Annotated[str, Field(description="a run id, run_…")]
+WaitS = Annotated[float, Field(ge=0, description="seconds to wait for the run to settle (capped at 50)")]
+
+
+class RunSummary(BaseModel):
+    """The CONTRACT run summary, plus a hint for what to do next."""
+
+    run_id: str
+    workflow: str
+    status: str
+    step: str | None
+    session_id: str | None
+    output_session_id: str | None
+    error: str | None
+    pending_interrupts: list[dict[str, Any]]
+    created_at: float
+    updated_at: float
+    hint: str | None = Field(default=None, description="what to do next, in words")
+
+    @classmethod
+    def of(cls, run: Run) -> RunSummary:
+        return cls(**run.summary(), hint=hint_for(run))
+
+
+def hint_for(run: Run) -> str | None:
+    if run.status in TERMINAL:
+        return None
+    if run.status == "waiting" and run.pending_interrupts:
+        first = run.pending_interrupts[0]
+        return f"waiting on a human: decide {first.id} with interrupt_resolve (action approve/reject/edit/respond)"
+    if run.status == "needs_review":
+        return "an effect's outcome is unknown: inspect effect_list and settle it with effect_resolve"
+    return f"still {run.status}: call run_wait with run_id={run.id} to keep waiting"
+
+
+class WorkflowList(BaseModel):
+    workflows: list[dict[str, Any]] = Field(description="name, description, input_schema and steps of each")
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+    next_cursor: str | None
+
+
+class EventPage(BaseModel):
+    run_id: str
+    events: list[dict[str, Any]]
+    next_after_seq: int = Field(description="pass as after_seq to read on")
+
+
+class InterruptList(BaseModel):
+    interrupts: list[dict[str, Any]]
+
+
+class EffectList(BaseModel):
+    effects: list[dict[str, Any]]
+
+
+class Delegation(BaseModel):
+    """What ``delegate`` hands back: the answer when the run finished, the handle otherwise."""
+
+    answer: str | None = Field(description="the final assistant message; null while the run is not finished")
+    run_id: str
+    session_id: str | None = Field(description="the run's output session (its input session until it has one)")
+    status: str
+    error: str | None
+    pending_interrupts: list[dict[str, Any]]
+    hint: str | None
+
+
+async def _input_session(rt: Runtime, session_id: str | None, message: str | None) -> str | None:
+    """The session a run starts from: the given one (plus ``message``), or a new one holding ``message``."""
+    if message is None:
+        return session_id
+    chunk = {"kind": "user", "content": message}
+    if session_id is None:
+        return (await rt.sessions.create([chunk])).id
+    return (await rt.sessions.append(session_id, [chunk])).id
+
+
+async def answer_of(rt: Runtime, run: Run) -> str | None:
+    """The last assistant message of a finished run's output session."""
+    if run.status != "succeeded" or run.output_session_id is None:
+        return None
+    info = await rt.sessions.info(run.output_session_id)
+    tail = await rt.sessions.chunks(run.output_session_id, max(0, info.length - 20))
+    for chunk in reversed(tail):
+        if chunk.kind == "assistant" and chunk.content:
+            return chunk.content
+    return None
+
+
+def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
+    """Add the workflow/run/interrupt/effect tools and ``delegate`` to ``server``."""
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def workflow_list() -> WorkflowList:
+        """The workflows this server can run: name, description, input schema and steps."""
+        return WorkflowList(workflows=rt.workflows.describe())
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def run_start(
+        workflow: str,
+        ctx: Context,
+        session_id: Annotated[str | None, Field(description="input session")] = None,
+        message: Annotated[
+            str | None, Field(description="a user message: starts a new session, or is appended")
+        ] = None,
+        input: dict[str, Any] | None = None,
+        idempotency_key: Annotated[str | None, Field(description="the same key returns the same run")] = None,
+        deadline_s: Annotated[float | None, Field(gt=0)] = None,
+        wait_s: WaitS = 0,
+    ) -> RunSummary | InputRequiredResult:
+        """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
+        resumed = waiter.resumed_state(ctx)
+        if resumed is not None:  # a 2026-07-28 retry carrying answers: the run exists already
+            run_id = str(resumed["run_id"])
+        else:
+            source = await _input_session(rt, session_id, message)
+            started = await rt.runs.start(
+                workflow, session_id=source, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
+            )
+            run_id = started.id
+        return _summary(await waiter.wait(ctx, run_id, cap(wait_s)))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def run_get(run_id: RunId) -> RunSummary:
+        """A run's summary, with its pending interrupts."""
+        return RunSummary.of(await rt.runs.get(run_id))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def run_wait(
+        run_id: RunId, ctx: Context, timeout_s: Annotated[float, Field(ge=0)] = 25
+    ) -> RunSummary | InputRequiredResult:
+        """Wait (at most timeout_s, capped at 50) until the run is finished, waiting on a human, or still going."""
+        return _summary(await waiter.wait(ctx, run_id, cap(timeout_s)))
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def run_cancel(run_id: RunId, reason: str | None = None) -> RunSummary:
+        """Cancel a run (a running step is stopped). Cancelling a finished run changes nothing."""
+        return RunSummary.of(await rt.runs.cancel(run_id, reason))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def run_list(
+        status: str | None = None,
+        workflow: str | None = None,
+        cursor: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> RunList:
+        """Runs, newest first, optionally of one status or workflow."""
+        runs, next_cursor = await rt.runs.list(status=status, workflow=workflow, cursor=cursor, limit=limit)
+        return RunList(runs=[RunSummary.of(r) for r in runs], next_cursor=next_cursor)
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def run_events(
+        run_id: RunId, after_seq: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=1000)] = 100
+    ) -> EventPage:
+        """A run's events in order, after a sequence number."""
+        events = await rt.runs.events(run_id, after_seq, limit)
+        last = events[-1].seq if events else after_seq
+        return EventPage(run_id=run_id, events=[e.model_dump(mode="json") for e in events], next_after_seq=last)
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def interrupt_list(run_id: RunId | None = None) -> InterruptList:
+        """Pending interrupts (of one run, or of all runs), oldest first."""
+        return InterruptList(interrupts=[i.public() for i in await rt.runs.interrupts(run_id)])
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def interrupt_resolve(
+        interrupt_id: str,
+        action: Literal["approve", "edit", "reject", "respond"],
+        value: Any = None,
+        reason: str | None = None,
+    ) -> RunSummary:
+        """Decide a pending interrupt; its run is queued to resume."""
+        return RunSummary.of(await rt.runs.resolve_interrupt(interrupt_id, action, value, reason, actor="mcp-client"))
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def effect_list(
+        status: Literal["prepared", "dispatched", "succeeded", "failed", "ambiguous"] = "ambiguous",
+    ) -> EffectList:
+        """Entries of the effect ledger with a status (ambiguous ones need a human)."""
+        return EffectList(effects=[e.public() for e in await rt.runs.effects(status)])
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def effect_resolve(
+        effect_id: str, outcome: Literal["applied", "not_applied"], result: Any = None
+    ) -> RunSummary:
+        """Settle an ambiguous effect: applied (with its result) or not_applied (it will run again)."""
+        return RunSummary.of(await rt.runs.resolve_effect(effect_id, outcome, result))
+
+    @server.tool(annotations=WRITES)
+    @translate_tool
+    async def delegate(
+        task: str, ctx: Context, workflow: str = "agent", wait_s: WaitS = 25
+    ) -> Delegation | InputRequiredResult:
+        """Hand a task to a workflow in one call: returns the final answer, or a run handle if it takes longer."""
+        resumed = waiter.resumed_state(ctx)
+        if resumed is not None:
+            run_id = str(resumed["run_id"])
+        else:
+            if not task.strip():
+                raise InvalidInputError("task is empty: say what should be done")
+            source = await _input_session(rt, None, task)
+            run_id = (await rt.runs.start(workflow, session_id=source)).id
+        outcome = await waiter.wait(ctx, run_id, cap(wait_s))
+        if isinstance(outcome, InputRequiredResult):
+            return outcome
+        return Delegation(
+            answer=await answer_of(rt, outcome),
+            run_id=outcome.id,
+            session_id=outcome.output_session_id or outcome.session_id,
+            status=outcome.status,
+            error=outcome.error,
+            pending_interrupts=[i.public() for i in outcome.pending_interrupts],
+            hint=hint_for(outcome),
+        )
+
+
+def _summary(outcome: Run | InputRequiredResult) -> RunSummary | InputRequiredResult:
+    return outcome if isinstance(outcome, InputRequiredResult) else RunSummary.of(outcome)

@@ -1,0 +1,177 @@
+"""Waiting on a run inside a tool call: bounded, with progress, and asking a human when it can.
+
+No tool blocks past its ``wait_s``/``timeout_s`` (each capped at 50 s, under a host's ~60 s
+timeout); while it waits it sends a progress notification on every change of the run and a
+heartbeat every few seconds. A client cancelling the call only stops the wait, never the run.
+
+When the run parks on an interrupt while a client waits, the server asks the human through that
+client: an elicitation request on handshake-era connections, an ``InputRequiredResult`` on
+2026-07-28 (the client answers and retries; ``request_state`` carries the run id). The answer
+is recorded as the interrupt's decision and the wait goes on. Clients that cannot elicit get
+the pending interrupt in the result and answer with ``interrupt_resolve``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult, InputRequiredResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from rath_mcp.asking import Answer, answer_from, form_for, message_for, request_for
+from runtime import ConflictError, Runtime
+from runtime.durable.models import SETTLED, Interrupt, Run
+
+logger = logging.getLogger(__name__)
+
+MAX_WAIT_S = 50.0
+HEARTBEAT_S = 5.0
+
+
+def cap(seconds: float) -> float:
+    """A wait budget within [0, 50] s."""
+    return max(0.0, min(MAX_WAIT_S, float(seconds)))
+
+
+def client_can_elicit(ctx: Context) -> bool:
+    """Whether the calling client declared form elicitation."""
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None  # `{}` means form (2025-06-18 clients)
+
+
+def is_modern(ctx: Context) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def actor_of(ctx: Context) -> str:
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None else None
+    return f"mcp-elicitation:{name}" if name else "mcp-elicitation"
+
+
+class _Progress:
+    """Progress notifications whose value strictly increases (seconds waited), as the spec asks."""
+
+    def __init__(self, ctx: Context, total: float) -> None:
+        self.ctx = ctx
+        self.total = total
+        self.start = anyio.current_time()
+        self.last = -1.0
+
+    async def send(self, run: Run) -> None:
+        value = max(round(anyio.current_time() - self.start, 3), self.last + 0.001)
+        self.last = value
+        where = f" at step {run.step}" if run.step else ""
+        await self.ctx.report_progress(value, self.total, f"run {run.id} is {run.status}{where}")
+
+
+class RunWaiter:
+    """Waits on runs for the tools of one server."""
+
+    def __init__(self, rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> None:
+        self.rt = rt
+        self.heartbeat_s = heartbeat_s
+
+    async def settle(self, ctx: Context, run_id: str, budget_s: float) -> Run:
+        """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out."""
+        run = await self.rt.runs.get(run_id)
+        if run.status in SETTLED or budget_s <= 0:
+            return run
+        progress = _Progress(ctx, budget_s)
+        last = run
+
+        async def heartbeat() -> None:
+            while True:
+                await anyio.sleep(self.heartbeat_s)
+                await progress.send(last)
+
+        with anyio.move_on_after(budget_s):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(heartbeat)
+                async for changed in self.rt.runs.watch(run_id):
+                    last = changed
+                    await progress.send(changed)
+                    if changed.status in SETTLED:
+                        break
+                tg.cancel_scope.cancel()
+        return last if last.status in SETTLED else await self.rt.runs.get(run_id)
+
+    async def wait(self, ctx: Context, run_id: str, budget_s: float) -> Run | InputRequiredResult:
+        """Settle, and while the run waits on a human, ask through the client when it can."""
+        deadline = anyio.current_time() + budget_s
+        asked = set(await self.apply_answers(ctx, run_id))
+        while True:
+            run = await self.settle(ctx, run_id, deadline - anyio.current_time())
+            fresh = [i for i in run.pending_interrupts if i.id not in asked]
+            if run.status != "waiting" or not fresh or deadline <= anyio.current_time() or not client_can_elicit(ctx):
+                return run
+            if is_modern(ctx):
+                state = {"run_id": run_id, "asked": sorted(asked | {i.id for i in fresh})}
+                return InputRequiredResult(
+                    input_requests={i.id: request_for(i) for i in fresh}, request_state=json.dumps(state)
+                )
+            asked |= {i.id for i in fresh}
+            if not await self._elicit(ctx, fresh, deadline):
+                return await self.rt.runs.get(run_id)
+
+    async def _elicit(self, ctx: Context, interrupts: list[Interrupt], deadline: float) -> int:
+        """Ask each interrupt over the connection (handshake era); returns how many were decided."""
+        decided = 0
+        for interrupt in interrupts:
+            result: ElicitResult | None = None
+            with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                try:
+                    result = await ctx.session.elicit_form(
+                        message_for(interrupt), form_for(interrupt), related_request_id=ctx.request_id
+                    )
+                except MCPError as exc:
+                    logger.info("client refused elicitation for %s: %s", interrupt.id, exc)
+            if result is None:
+                return decided
+            answer = answer_from(interrupt, result)
+            if answer is not None and await self._decide(ctx, interrupt.id, answer):
+                decided += 1
+        return decided
+
+    async def apply_answers(self, ctx: Context, run_id: str) -> list[str]:
+        """On a 2026-07-28 retry: record the answers the client brought; returns ids already asked."""
+        state = self.resumed_state(ctx)
+        if state is None or state.get("run_id") != run_id:
+            return []
+        responses = ctx.input_responses or {}
+        pending = {i.id: i for i in (await self.rt.runs.get(run_id)).pending_interrupts}
+        for key, response in responses.items():
+            if key in pending and isinstance(response, ElicitResult):
+                answer = answer_from(pending[key], response)
+                if answer is not None:
+                    await self._decide(ctx, key, answer)
+        return [str(i) for i in state.get("asked", [])]
+
+    @staticmethod
+    def resumed_state(ctx: Context) -> dict[str, Any] | None:
+        """The state this server put in an ``InputRequiredResult`` (sealed by the SDK), if this is a retry."""
+        raw = ctx.request_state
+        if not raw:
+            return None
+        try:
+            state = json.loads(raw)
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) and isinstance(state.get("run_id"), str) else None
+
+    async def _decide(self, ctx: Context, interrupt_id: str, answer: Answer) -> bool:
+        try:
+            await self.rt.runs.resolve_interrupt(
+                interrupt_id, answer.action, answer.value, answer.reason, actor=actor_of(ctx)
+            )
+        except ConflictError:  # someone else decided it first: their decision stands
+            return False
+        return True
