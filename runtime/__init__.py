@@ -1,5 +1,6 @@
 """The rath-mcp runtime: sessions, durable workflows, agents, sandboxes and memory. Knows nothing of MCP."""
 
+from runtime.durable import Effect, Event, Interrupt, Run, RunService, WorkflowRegistry, run_worker
 from runtime.errors import (
     ConflictError,
     InvalidInputError,
@@ -7,6 +8,16 @@ from runtime.errors import (
     RathError,
     RunFailure,
     UsageError,
+)
+from runtime.flow.workflow import (
+    Decision,
+    EffectClass,
+    RetryPolicy,
+    StepContext,
+    SyncStepContext,
+    Workflow,
+    router,
+    step,
 )
 from runtime.memory import CommitResult, Extractor, HeuristicExtractor, MemoryHit, MemoryItem, MemoryService
 from runtime.runtime import Runtime, resolve_home
@@ -16,8 +27,13 @@ __all__ = [
     "Chunk",
     "CommitResult",
     "ConflictError",
+    "Decision",
+    "Effect",
+    "EffectClass",
+    "Event",
     "Extractor",
     "HeuristicExtractor",
+    "Interrupt",
     "InvalidInputError",
     "LineageGraph",
     "MemoryHit",
@@ -26,12 +42,22 @@ __all__ = [
     "NotFoundError",
     "Placement",
     "RathError",
+    "RetryPolicy",
+    "Run",
     "RunFailure",
+    "RunService",
     "Runtime",
     "Session",
     "SessionInfo",
+    "StepContext",
+    "SyncStepContext",
     "ToolCall",
     "Usage",
     "UsageError",
+    "Workflow",
+    "WorkflowRegistry",
     "resolve_home",
+    "router",
+    "run_worker",
+    "step",
 ]

@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.durable.registry import WorkflowRegistry
+from runtime.durable.service import RunService
+from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError
 from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
@@ -24,6 +28,7 @@ from runtime.sessions.service import SessionService
 from runtime.sessions.store import SQLiteSessionStore
 from runtime.store.schema import ALL_MIGRATIONS
 from runtime.store.sqlite import SQLiteDatabase
+from runtime.workflows import builtin_workflows
 
 DB_FILE = "rath.db"
 
@@ -51,6 +56,10 @@ class Runtime:
         self.task_group = task_group
         self.sessions = SessionService(SQLiteSessionStore(db, tenant, project))
         self.memory = MemoryService(SQLiteMemoryStore(db, tenant, project), self.sessions)
+        self.workflows = WorkflowRegistry()
+        for workflow in builtin_workflows():
+            self.workflows.register(workflow)
+        self.runs = RunService(self)
 
     @classmethod
     @asynccontextmanager
@@ -61,14 +70,24 @@ class Runtime:
         tenant: str = "local",
         project: str = "default",
         synchronous: str = "FULL",
+        workers: int = 4,
+        lease_s: float = 30.0,
     ) -> AsyncIterator[Runtime]:
-        """Open (creating and migrating if needed) the runtime stored under ``home``."""
+        """Open (creating and migrating if needed) the runtime stored under ``home``.
+
+        ``workers``: durable runs this process drives at once (0: no worker loop here).
+        ``lease_s``: how long a worker's claim on a run lasts without renewal.
+        """
+        _check_scope("tenant", tenant), _check_scope("project", project)  # before opening: a plain error
         root = resolve_home(home)
         db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
         await db.open(ALL_MIGRATIONS)
         try:
             async with anyio.create_task_group() as tg:
                 rt = cls(root, db, _check_scope("tenant", tenant), _check_scope("project", project), tg)
+                rt.runs.lease_s = lease_s
+                if workers:
+                    tg.start_soon(partial(run_worker, rt, slots=workers))
                 try:
                     yield rt
                 finally:

@@ -1,5 +1,103 @@
-"""Tables of the durable layer (runs, events, checkpoints, leases, effects, interrupts)."""
+"""Tables of the durable layer (runs, events, checkpoints, leases, effects, interrupts).
+
+A run row carries its own lease (``lease_owner``, ``lease_token``, ``lease_expires``): claiming
+bumps ``lease_token`` (the fencing token) and every commit a worker makes is an UPDATE guarded by
+``lease_token = ?``, so a worker that lost its lease can never commit. ``visit`` numbers step
+executions within a run; effects and interrupts are keyed by it so that a step re-run after an
+interrupt or a crash finds its own records and nobody else's.
+"""
 
 from runtime.store.sqlite import Migration
 
-MIGRATIONS: list[Migration] = []
+MIGRATIONS = [
+    Migration(
+        "0100_durable_runs",
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            workflow TEXT NOT NULL,
+            plan_hash TEXT NOT NULL,
+            session_id TEXT,
+            output_session_id TEXT,
+            input TEXT NOT NULL,
+            status TEXT NOT NULL,
+            state TEXT NOT NULL,
+            step TEXT,
+            visit INTEGER NOT NULL DEFAULT 1,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            error TEXT,
+            idempotency_key TEXT,
+            request_hash TEXT NOT NULL,
+            deadline REAL,
+            next_at REAL NOT NULL,
+            lease_owner TEXT,
+            lease_token INTEGER NOT NULL DEFAULT 0,
+            lease_expires REAL,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            cancel_reason TEXT,
+            last_seq INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE UNIQUE INDEX runs_idempotency ON runs (tenant, project, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        CREATE INDEX runs_ready ON runs (status, next_at);
+        CREATE INDEX runs_scope ON runs (tenant, project, id);
+        CREATE TABLE run_events (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            data TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE run_checkpoints (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            next_step TEXT,
+            pending TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE run_interrupts (
+            id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            step TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            schema TEXT,
+            status TEXT NOT NULL,
+            decision TEXT,
+            expires_at REAL,
+            created_at REAL NOT NULL,
+            decided_at REAL,
+            UNIQUE (run_id, visit, ordinal)
+        );
+        CREATE INDEX run_interrupts_pending ON run_interrupts (status, expires_at);
+        CREATE TABLE run_effects (
+            id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            step TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            effect_class TEXT NOT NULL,
+            status TEXT NOT NULL,
+            result TEXT,
+            error TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            UNIQUE (run_id, visit, key)
+        );
+        CREATE INDEX run_effects_status ON run_effects (tenant, project, status);
+        """,
+    ),
+]

@@ -1,0 +1,206 @@
+"""Records of the durable layer as users see them: ``Run``, ``Event``, ``Interrupt``, ``Effect``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.flow.workflow import Decision
+
+RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review"]
+TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
+SETTLED: frozenset[str] = TERMINAL | {"waiting", "needs_review"}
+"""Statuses in which a run will not move without outside help (``wait`` returns on these)."""
+
+InterruptStatus = Literal["pending", "decided", "expired"]
+EffectStatus = Literal["prepared", "dispatched", "succeeded", "failed", "ambiguous"]
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Interrupt(_Record):
+    """A question a run asked a human; the run waits until it is decided (or expires)."""
+
+    id: str
+    run_id: str
+    step: str
+    kind: Literal["approval", "input", "review"]
+    prompt: str = ""
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    status: InterruptStatus
+    decision: Decision | None = None
+    expires_at: float | None = None
+    created_at: float
+    decided_at: float | None = None
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Interrupt:
+        decision = loads(row["decision"])
+        return cls(
+            id=row["id"],
+            run_id=row["run_id"],
+            step=row["step"],
+            kind=row["kind"],
+            prompt=row["prompt"],
+            schema=loads(row["schema"]),
+            status=row["status"],
+            decision=Decision(**decision) if decision else None,
+            expires_at=row["expires_at"],
+            created_at=row["created_at"],
+            decided_at=row["decided_at"],
+        )
+
+    def public(self) -> dict[str, Any]:
+        """The CONTRACT §2 interrupt dict (``interrupt_id`` and ``id`` both present)."""
+        return {
+            "interrupt_id": self.id,
+            "id": self.id,
+            "run_id": self.run_id,
+            "step": self.step,
+            "kind": self.kind,
+            "prompt": self.prompt,
+            "schema": self.schema_,
+            "status": self.status,
+            "decision": self.decision.model_dump() if self.decision else None,
+            "expires_at": self.expires_at,
+            "created_at": self.created_at,
+        }
+
+
+_EFFECT_COLUMNS = ("id", "run_id", "step", "visit", "key", "effect_class", "status", "error", "created_at")
+_EFFECT_COLUMNS += ("updated_at",)
+
+
+class Effect(_Record):
+    """One entry of the effect ledger."""
+
+    id: str
+    run_id: str
+    step: str
+    visit: int
+    key: str
+    effect_class: Literal["none", "read_only", "idempotent", "non_idempotent"]
+    status: EffectStatus
+    result: Any = None
+    error: str | None = None
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Effect:
+        return cls(**{k: row[k] for k in _EFFECT_COLUMNS}, result=loads(row["result"]))
+
+    def public(self) -> dict[str, Any]:
+        return {"effect_id": self.id, **self.model_dump()}
+
+
+class Event(_Record):
+    """One entry of a run's ordered event log."""
+
+    run_id: str
+    seq: int
+    type: str
+    data: dict[str, Any]
+    created_at: float
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Event:
+        return cls(
+            run_id=row["run_id"],
+            seq=row["seq"],
+            type=row["type"],
+            data=loads(row["data"]),
+            created_at=row["created_at"],
+        )
+
+
+class Run(_Record):
+    """A durable run of a workflow (CONTRACT §2), with its pending interrupts."""
+
+    id: str
+    tenant: str
+    project: str
+    workflow: str
+    plan_hash: str
+    session_id: str | None
+    output_session_id: str | None
+    input: dict[str, Any]
+    status: RunStatus
+    state: Any
+    step: str | None
+    visit: int
+    attempt: int
+    error: str | None
+    idempotency_key: str | None
+    deadline: float | None
+    next_at: float
+    lease_owner: str | None
+    lease_token: int
+    cancel_requested: bool
+    last_seq: int
+    created_at: float
+    updated_at: float
+    pending_interrupts: tuple[Interrupt, ...] = ()
+
+    @property
+    def run_id(self) -> str:
+        return self.id
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row, pending: tuple[Interrupt, ...] = ()) -> Run:
+        return cls(
+            id=row["id"],
+            tenant=row["tenant"],
+            project=row["project"],
+            workflow=row["workflow"],
+            plan_hash=row["plan_hash"],
+            session_id=row["session_id"],
+            output_session_id=row["output_session_id"],
+            input=loads(row["input"]),
+            status=row["status"],
+            state=loads(row["state"]),
+            step=row["step"],
+            visit=row["visit"],
+            attempt=row["attempt"],
+            error=row["error"],
+            idempotency_key=row["idempotency_key"],
+            deadline=row["deadline"],
+            next_at=row["next_at"],
+            lease_owner=row["lease_owner"],
+            lease_token=row["lease_token"],
+            cancel_requested=bool(row["cancel_requested"]),
+            last_seq=row["last_seq"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            pending_interrupts=pending,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Exactly the CONTRACT run summary."""
+        return {
+            "run_id": self.id,
+            "workflow": self.workflow,
+            "status": self.status,
+            "step": self.step,
+            "session_id": self.session_id,
+            "output_session_id": self.output_session_id,
+            "error": self.error,
+            "pending_interrupts": [i.public() for i in self.pending_interrupts],
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }

@@ -1,0 +1,96 @@
+"""Recovery of runs whose worker vanished, and timeouts of parked runs.
+
+Only runs whose lease has *expired* are touched, inside the same transaction that takes the lease
+away (the run leaves ``running``, so the old worker's token no longer matches anything): a call
+whose worker still holds its lease is never reconciled. An effect caught ``dispatched`` is
+settled by its class: idempotent ones go back to ``prepared`` (running them again is safe), a
+non-idempotent one becomes ``ambiguous`` and its run ``needs_review`` until a human says whether
+it was applied (``RunService.resolve_effect``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from runtime.durable.store import EventSpec, Scope, expire_interrupts, plain_update
+from runtime.ids import now
+
+
+def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+    """Requeue runs with expired leases, expire interrupts, time out runs past their deadline."""
+    touched = _expired_leases(conn, scope)
+    touched += _expired_interrupts(conn, scope)
+    touched += _past_deadline(conn, scope)
+    return touched
+
+
+def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+    at = now()
+    rows = conn.execute(
+        "SELECT id, lease_owner, lease_token, cancel_requested, cancel_reason, visit FROM runs "
+        "WHERE status = 'running' AND lease_expires < ? AND tenant = ? AND project = ?",
+        (at, scope.tenant, scope.project),
+    ).fetchall()
+    for row in rows:
+        run_id = row["id"]
+        events: list[EventSpec] = [("lease.expired", {"worker": row["lease_owner"], "token": row["lease_token"]})]
+        ambiguous = settle_in_flight(conn, run_id, events)
+        sets: dict[str, object] = {"lease_owner": None, "lease_expires": None}
+        if row["cancel_requested"]:
+            sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
+        elif ambiguous:
+            sets.update(
+                status="needs_review",
+                error=f"effect(s) {ambiguous} were in flight when worker {row['lease_owner']} lost its lease; "
+                "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
+            )
+        else:
+            sets.update(status="queued", next_at=at)
+        events.append(("run.state.changed", {"status": sets["status"], "reason": "lease expired"}))
+        plain_update(conn, run_id, sets, events)
+    return [r["id"] for r in rows]
+
+
+def settle_in_flight(conn: sqlite3.Connection, run_id: str, events: list[EventSpec]) -> list[str]:
+    """Mark dispatched effects of a run: non-idempotent ones ambiguous, others prepared. Returns ambiguous ids."""
+    at = now()
+    ambiguous: list[str] = []
+    for eff in conn.execute(
+        "SELECT id, key, effect_class FROM run_effects WHERE run_id = ? AND status = 'dispatched'", (run_id,)
+    ).fetchall():
+        if eff["effect_class"] == "non_idempotent":
+            ambiguous.append(eff["id"])
+            conn.execute("UPDATE run_effects SET status = 'ambiguous', updated_at = ? WHERE id = ?", (at, eff["id"]))
+            events.append(("effect.ambiguous", {"effect_id": eff["id"], "key": eff["key"]}))
+        else:
+            conn.execute("UPDATE run_effects SET status = 'prepared', updated_at = ? WHERE id = ?", (at, eff["id"]))
+    return ambiguous
+
+
+def _expired_interrupts(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+    rows = conn.execute(
+        "SELECT DISTINCT run_id FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND tenant = ? "
+        "AND project = ?",
+        (now(), scope.tenant, scope.project),
+    ).fetchall()
+    for row in rows:
+        run_id = row[0]
+        ids = expire_interrupts(conn, run_id)
+        events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": i}) for i in ids]
+        events.append(("run.state.changed", {"status": "timed_out", "reason": "interrupt expired"}))
+        plain_update(conn, run_id, {"status": "timed_out", "error": f"interrupt {ids[0]} expired undecided"}, events)
+    return [r[0] for r in rows]
+
+
+def _past_deadline(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+    rows = conn.execute(
+        "SELECT id FROM runs WHERE status IN ('queued', 'waiting', 'needs_review') AND deadline < ? "
+        "AND tenant = ? AND project = ?",
+        (now(), scope.tenant, scope.project),
+    ).fetchall()
+    for row in rows:
+        ids = expire_interrupts(conn, row[0])
+        events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": i}) for i in ids]
+        events.append(("run.state.changed", {"status": "timed_out", "reason": "deadline passed"}))
+        plain_update(conn, row[0], {"status": "timed_out", "error": "the run's deadline passed"}, events)
+    return [r[0] for r in rows]

@@ -1,0 +1,263 @@
+"""Drive one claimed run, step after step, while its worker holds the lease.
+
+Each step ends in exactly one commit (``guarded_update``): new state, next step, events and a
+checkpoint in one transaction, checked against the fencing token. The run keeps its claim
+between steps (no re-claim per step); it gives the claim up when it finishes, parks on an
+interrupt, or fails and waits for a retry (a retry's backoff never holds a claim).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from runtime.durable.context import LiveContext
+from runtime.durable.isolate import run_sync_step
+from runtime.durable.plan import Plan, StepPlan
+from runtime.durable.reconcile import settle_in_flight
+from runtime.durable.store import EventSpec, dumps, guarded_update
+from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
+from runtime.ids import now
+from runtime.sessions.model import SessionInfo
+
+if TYPE_CHECKING:
+    from runtime.runtime import Runtime
+
+RELEASE: dict[str, Any] = {"lease_owner": None, "lease_expires": None}
+
+
+@dataclass
+class Lease:
+    """A claim this process holds on a run; cancelling it stops the running step."""
+
+    run_id: str
+    token: int
+    scope: anyio.CancelScope | None = None
+    cancel_reason: str | None = None
+    cancelled: bool = False
+    lost: bool = False
+
+    def cancel(self, reason: str | None) -> None:
+        self.cancelled, self.cancel_reason = True, reason
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def lose(self) -> None:
+        self.lost = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+@dataclass
+class Outcome:
+    kind: Literal["ok", "failed", "parked", "cancelled", "deadline", "lost"]
+    state_json: str = ""
+    next_step: str | None = None
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_state(step: StepPlan, value: Any) -> str:
+    if not isinstance(value, dict):
+        raise InvalidInputError(
+            f"step {step.name!r} returned {type(value).__name__}; a step returns the new state dict"
+        )
+    try:
+        return dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"step {step.name!r} returned a state that is not JSON-serialisable: {exc}") from None
+
+
+class Runner:
+    """Executes the steps of one run under one lease."""
+
+    def __init__(self, rt: Runtime, plan: Plan, row: sqlite3.Row, lease: Lease) -> None:
+        self.rt, self.plan, self.lease = rt, plan, lease
+        self.run_id: str = row["id"]
+        self.state_json: str = row["state"]
+        self.step: str = row["step"]
+        self.visit: int = row["visit"]
+        self.attempt: int = row["attempt"]
+        self.session_id: str | None = row["session_id"]
+        self.input: dict[str, Any] = json.loads(row["input"])
+        self.deadline: float | None = row["deadline"]
+
+    async def _commit(self, sets: dict[str, Any], events: list[EventSpec], **kw: Any) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            todo = list(events)
+            if kw.get("settle"):
+                settle_in_flight(conn, self.run_id, todo)
+            todo += kw.get("tail", [])
+            guarded_update(conn, self.run_id, self.lease.token, sets, todo, checkpoint=kw.get("checkpoint"))
+
+        with anyio.CancelScope(shield=True):
+            await self.rt.db.write(write)
+        self.rt.runs.notify(self.run_id)
+
+    async def drive(self) -> None:
+        """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""
+        while True:
+            if self.lease.cancelled:
+                return await self._end("cancelled", f"cancelled: {self.lease.cancel_reason or 'by request'}")
+            if self.deadline is not None and now() >= self.deadline:
+                return await self._end("timed_out", "the run's deadline passed")
+            spec = self.plan.steps[self.step]
+            ctx = self._context(spec)
+            out = await self._execute(spec, ctx)
+            if out.kind == "ok":
+                if not await self._advance(spec, ctx, out):
+                    return
+                continue
+            if out.kind in ("parked", "lost"):
+                return
+            if out.kind == "cancelled":
+                return await self._end("cancelled", f"cancelled: {self.lease.cancel_reason or 'by request'}")
+            if out.kind == "deadline":
+                return await self._end("timed_out", f"the run's deadline passed during step {self.step!r}")
+            return await self._fail(spec, ctx, out.error)
+
+    def _context(self, spec: StepPlan) -> LiveContext:
+        key = spec.idempotency_key
+        if key is not None:
+            key = key.format(run_id=self.run_id, step=self.step, visit=self.visit)
+        return LiveContext(
+            self.rt,
+            run_id=self.run_id,
+            token=self.lease.token,
+            step=self.step,
+            visit=self.visit,
+            attempt=self.attempt,
+            session_id=self.session_id,
+            input=self.input,
+            state_json=self.state_json,
+            idempotency_key=key,
+        )
+
+    async def _execute(self, spec: StepPlan, ctx: LiveContext) -> Outcome:
+        limit = float("inf")
+        if spec.timeout_s is not None:
+            limit = spec.timeout_s
+        if self.deadline is not None:
+            limit = min(limit, self.deadline - now())
+        out: Outcome | None = None
+        with anyio.CancelScope(deadline=anyio.current_time() + limit) as scope:
+            self.lease.scope = scope
+            if self.lease.cancelled or self.lease.lost:
+                scope.cancel()
+            try:
+                out = await self._call(spec, ctx, json.loads(self.state_json))
+            except InterruptRaised:
+                out = Outcome("parked")
+            except LeaseLostError:
+                out = Outcome("lost")
+            except RunFailure as exc:
+                out = Outcome("failed", error=str(exc))
+            except Exception as exc:
+                out = Outcome("failed", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                self.lease.scope = None
+        if out is not None:
+            return out
+        if self.lease.lost:
+            return Outcome("lost")
+        if self.lease.cancelled:
+            return Outcome("cancelled")
+        if self.deadline is not None and now() >= self.deadline:
+            return Outcome("deadline")
+        return Outcome("failed", error=f"step {spec.name!r} timed out after {spec.timeout_s}s")
+
+    async def _call(self, spec: StepPlan, ctx: LiveContext, state: Any) -> Outcome:
+        if spec.kind == "forward":
+            return await self._forward(ctx, state)
+        method = self.plan.method(spec.name)
+        if spec.is_async:
+            value = await method(state, ctx)
+        else:
+            value, session = await run_sync_step(method, state, ctx)
+            if session is not None:
+                ctx.set_output_session(session)
+        if spec.kind == "router":
+            if value not in spec.successors:
+                raise InvalidInputError(
+                    f"router {spec.name!r} returned {value!r}; it must return one of {list(spec.successors)}"
+                )
+            return Outcome("ok", state_json=self.state_json, next_step=value)
+        nxt = spec.successors[0] if spec.successors else None
+        return Outcome("ok", state_json=_check_state(spec, value), next_step=nxt)
+
+    async def _forward(self, ctx: LiveContext, state: Any) -> Outcome:
+        sessions = self.rt.sessions
+        if self.session_id is not None:
+            session = await sessions.get(self.session_id)
+        else:
+            message = self.input.get("message")
+            chunks = [{"kind": "user", "content": str(message)}] if message else []
+            created: str = await ctx.effect("forward.input_session", lambda: _created(sessions, chunks), "idempotent")
+            session = await sessions.get(created)
+        result = await self.plan.workflow.forward(session, ctx)  # type: ignore[attr-defined]
+        if not isinstance(result, SessionInfo):
+            raise InvalidInputError(f"forward() of {self.plan.name} returned {type(result).__name__}; return a Session")
+        ctx.set_output_session(result.id)
+        return Outcome("ok", state_json=dumps({**state, "output_session_id": result.id}), next_step=None)
+
+    async def _advance(self, spec: StepPlan, ctx: LiveContext, out: Outcome) -> bool:
+        """Commit a completed step; True when the run goes on to another step in this claim."""
+        sets: dict[str, Any] = {"state": out.state_json}
+        if ctx.output_session_id is not None:
+            sets["output_session_id"] = ctx.output_session_id
+        events: list[EventSpec] = [("step.completed", {"step": spec.name, "visit": self.visit, "next": out.next_step})]
+        checkpoint: tuple[str, str | None, list[str]] | None = None
+        if spec.checkpoint or out.next_step is None:
+            events.append(("checkpoint.created", {"step": spec.name, "next_step": out.next_step}))
+            checkpoint = (out.state_json, out.next_step, [])
+        if out.next_step is None:
+            sets.update(RELEASE, status="succeeded", error=None)
+            events.append(("run.state.changed", {"status": "succeeded"}))
+        else:
+            sets.update(step=out.next_step, visit=self.visit + 1, attempt=1)
+            events.append(("step.started", {"step": out.next_step, "visit": self.visit + 1, "attempt": 1}))
+        await self._commit(sets, events, checkpoint=checkpoint)
+        self.state_json, self.attempt = out.state_json, 1
+        if out.next_step is None:
+            return False
+        self.step, self.visit = out.next_step, self.visit + 1
+        return True
+
+    async def _fail(self, spec: StepPlan, ctx: LiveContext, error: str) -> None:
+        failed = {"step": spec.name, "visit": self.visit, "attempt": self.attempt, "error": error}
+        if ctx.in_flight:
+            note = (
+                f"step {spec.name!r} failed ({error}) while non-idempotent effect(s) {sorted(ctx.in_flight)} were in "
+                "flight; resolve each with resolve_effect(effect_id, 'applied'|'not_applied')"
+            )
+            events: list[EventSpec] = [("step.failed", failed)]
+            sets = {**RELEASE, "status": "needs_review", "error": note}
+            events_tail: list[EventSpec] = [("run.state.changed", {"status": "needs_review"})]
+            return await self._commit(sets, events, settle=True, tail=events_tail)
+        if self.attempt < spec.retry.max_attempts:
+            delay = spec.retry.delay(self.attempt)
+            events = [("step.failed", {**failed, "retry_in_s": delay})]
+            events.append(("run.state.changed", {"status": "queued", "reason": "retry"}))
+            sets = {
+                **RELEASE,
+                "status": "queued",
+                "attempt": self.attempt + 1,
+                "next_at": now() + delay,
+                "error": error,
+            }
+            return await self._commit(sets, events, settle=True)
+        events = [("step.failed", failed), ("run.state.changed", {"status": "failed"})]
+        message = f"step {spec.name!r} failed after {self.attempt} attempt(s): {error}"
+        await self._commit({**RELEASE, "status": "failed", "error": message}, events, settle=True)
+
+    async def _end(self, status: str, error: str) -> None:
+        events: list[EventSpec] = [("run.state.changed", {"status": status, "reason": error})]
+        await self._commit({**RELEASE, "status": status, "error": error}, events, settle=True)
+
+
+async def _created(sessions: Any, chunks: list[dict[str, Any]]) -> str:
+    return str((await sessions.create(chunks)).id)

@@ -1,0 +1,306 @@
+"""``rt.runs``: start, inspect, wait for, cancel and steer durable runs.
+
+Everything here is a short transaction on the store, so any process sharing the store sees the
+same runs. Changes made in this process wake local waiters at once; changes made by another
+process are noticed by polling (``POLL_S``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import sqlite3
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from runtime.durable import decisions
+from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run
+from runtime.durable.store import Scope, dumps, expire_interrupts, insert_run, plain_update, run_row
+from runtime.errors import ConflictError, InvalidInputError
+from runtime.ids import now
+
+if TYPE_CHECKING:
+    from runtime.durable.worker import Worker
+    from runtime.runtime import Runtime
+
+POLL_S = 0.25
+STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review")
+
+
+def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], deadline_s: float | None) -> str:
+    return hashlib.sha256(dumps([workflow, session_id, input, deadline_s]).encode()).hexdigest()
+
+
+def _load_run(conn: sqlite3.Connection, scope: Scope, run_id: str) -> Run:
+    row = run_row(conn, scope, run_id)
+    pending = tuple(
+        Interrupt.from_row(r)
+        for r in conn.execute(
+            "SELECT * FROM run_interrupts WHERE run_id = ? AND status = 'pending' ORDER BY created_at", (run_id,)
+        )
+    )
+    return Run.from_row(row, pending)
+
+
+class RunService:
+    """Durable runs of one tenant/project, reached as ``runtime.runs``."""
+
+    def __init__(self, rt: Runtime, *, lease_s: float = 30.0) -> None:
+        self.rt = rt
+        self.db = rt.db
+        self.scope = Scope(rt.tenant, rt.project)
+        self.lease_s = lease_s
+        self.workers: list[Worker] = []
+        self._waiters: dict[str, anyio.Event] = {}
+
+    # -- signals -----------------------------------------------------------------------------
+    def notify(self, *run_ids: str) -> None:
+        """Wake local waiters of these runs (called after every local commit)."""
+        for run_id in run_ids:
+            event = self._waiters.pop(run_id, None)
+            if event is not None:
+                event.set()
+
+    def _wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake()
+
+    async def _changed(self, run_id: str, timeout: float) -> None:
+        """Return when a local change to the run is signalled, or after ``timeout`` (for remote changes)."""
+        event = self._waiters.setdefault(run_id, anyio.Event())
+        with anyio.move_on_after(max(0.0, timeout)):
+            await event.wait()
+
+    # -- starting ----------------------------------------------------------------------------
+    async def start(
+        self,
+        workflow: str,
+        *,
+        session_id: str | None = None,
+        input: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        deadline_s: float | None = None,
+    ) -> Run:
+        """Queue a run of ``workflow``. The same ``idempotency_key`` returns the same run."""
+        plan = self.rt.workflows.get(workflow)
+        payload = dict(input or {})
+        if deadline_s is not None and deadline_s <= 0:
+            raise InvalidInputError(f"deadline_s must be a positive number of seconds, got {deadline_s}")
+        decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
+        try:
+            state_json = dumps(payload)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"input must be JSON-serialisable: {exc}") from None
+        if session_id is not None:
+            await self.rt.sessions.info(session_id)
+        request = _request_hash(workflow, session_id, payload, deadline_s)
+        fields = {
+            "workflow": workflow,
+            "plan_hash": plan.plan_hash,
+            "session_id": session_id,
+            "input": state_json,
+            "state": state_json,
+            "step": plan.entry,
+            "idempotency_key": idempotency_key,
+            "request_hash": request,
+            "deadline": now() + deadline_s if deadline_s is not None else None,
+        }
+
+        def write(conn: sqlite3.Connection) -> str:
+            if idempotency_key is not None:
+                old = conn.execute(
+                    "SELECT id, request_hash FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?",
+                    (self.scope.tenant, self.scope.project, idempotency_key),
+                ).fetchone()
+                if old is not None:
+                    if old["request_hash"] != request:
+                        raise ConflictError(
+                            f"idempotency key {idempotency_key!r} was used for run {old['id']} with a different "
+                            "workflow, session, input or deadline; use a new key for a new request"
+                        )
+                    return str(old["id"])
+            created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
+            return insert_run(conn, self.scope, fields, [("run.created", created)])
+
+        run_id = await self.db.write(write)
+        self._wake_workers()
+        return await self.get(run_id)
+
+    # -- reading -----------------------------------------------------------------------------
+    async def get(self, run_id: str) -> Run:
+        return await self.db.read(lambda conn: _load_run(conn, self.scope, run_id))
+
+    async def wait(self, run_id: str, timeout_s: float) -> Run:
+        """Return when the run is terminal, waiting on a human, needs review, or ``timeout_s`` passed."""
+        deadline = anyio.current_time() + max(0.0, timeout_s)
+        while True:
+            run = await self.get(run_id)
+            left = deadline - anyio.current_time()
+            if run.status in SETTLED or left <= 0:
+                return run
+            await self._changed(run_id, min(POLL_S, left))
+
+    def watch(self, run_id: str) -> RunWatch:
+        """``async with rt.runs.watch(id) as changes: async for run in changes: ...`` (or iterate directly).
+
+        Yields the run now, then on every change (status, step, new events); ends after a terminal state.
+        """
+        return RunWatch(self, run_id)
+
+    async def list(
+        self, status: str | None = None, workflow: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> tuple[builtins.list[Run], str | None]:
+        """Runs newest first; returns a page and the cursor of the next page (None at the end)."""
+        if status is not None and status not in STATUSES:
+            raise InvalidInputError(f"status {status!r} is not one of {list(STATUSES)}")
+        if not 1 <= limit <= 500:
+            raise InvalidInputError("limit must be between 1 and 500")
+        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ?"
+        args: list[Any] = [self.scope.tenant, self.scope.project]
+        for col, value in (("status", status), ("workflow", workflow)):
+            if value is not None:
+                sql, args = sql + f" AND {col} = ?", [*args, value]
+        if cursor is not None:
+            sql, args = sql + " AND id < ?", [*args, cursor]
+        sql += " ORDER BY id DESC LIMIT ?"
+
+        def read(conn: sqlite3.Connection) -> list[Run]:
+            ids = [r[0] for r in conn.execute(sql, (*args, limit + 1))]
+            return [_load_run(conn, self.scope, i) for i in ids]
+
+        runs = await self.db.read(read)
+        more = len(runs) > limit
+        runs = runs[:limit]
+        return runs, (runs[-1].id if more and runs else None)
+
+    async def events(self, run_id: str, after_seq: int = 0, limit: int = 100) -> builtins.list[Event]:
+        if not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be between 1 and 1000")
+
+        def read(conn: sqlite3.Connection) -> builtins.list[Event]:
+            run_row(conn, self.scope, run_id)
+            rows = conn.execute(
+                "SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
+            )
+            return [Event.from_row(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def checkpoints(self, run_id: str) -> builtins.list[dict[str, Any]]:
+        """Every checkpoint of a run, oldest first: ``{seq, state, next_step, pending, created_at}``."""
+
+        def read(conn: sqlite3.Connection) -> builtins.list[dict[str, Any]]:
+            run_row(conn, self.scope, run_id)
+            rows = conn.execute("SELECT * FROM run_checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))
+            return [decisions.checkpoint_dict(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def interrupts(self, run_id: str | None = None) -> builtins.list[Interrupt]:
+        """Pending interrupts (of one run, or of every run here), oldest first."""
+        sql = "SELECT * FROM run_interrupts WHERE status = 'pending' AND tenant = ? AND project = ?"
+        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
+        if run_id is not None:
+            sql, args = sql + " AND run_id = ?", (*args, run_id)
+
+        def read(conn: sqlite3.Connection) -> builtins.list[Interrupt]:
+            if run_id is not None:
+                run_row(conn, self.scope, run_id)
+            return [Interrupt.from_row(r) for r in conn.execute(sql + " ORDER BY created_at", args)]
+
+        return await self.db.read(read)
+
+    async def effects(self, status: str | None = "ambiguous", run_id: str | None = None) -> builtins.list[Effect]:
+        """Entries of the effect ledger with this status (None: all), oldest first."""
+        sql = "SELECT * FROM run_effects WHERE tenant = ? AND project = ?"
+        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
+        if status is not None:
+            sql, args = sql + " AND status = ?", (*args, status)
+        if run_id is not None:
+            sql, args = sql + " AND run_id = ?", (*args, run_id)
+        return await self.db.read(lambda c: [Effect.from_row(r) for r in c.execute(sql + " ORDER BY created_at", args)])
+
+    # -- steering ----------------------------------------------------------------------------
+    async def cancel(self, run_id: str, reason: str | None = None) -> Run:
+        """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
+        or after a short grace (a worker in another process notices at its next lease renewal)."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            row = run_row(conn, self.scope, run_id)
+            if row["status"] in TERMINAL:
+                return
+            if row["status"] == "running":
+                events = [("run.cancel_requested", {"reason": reason})]
+                plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
+                return
+            ids = expire_interrupts(conn, run_id)
+            events = [("interrupt.expired", {"interrupt_id": i}) for i in ids]
+            events.append(("run.state.changed", {"status": "cancelled", "reason": reason}))
+            sets = {"status": "cancelled", "error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
+            plain_update(conn, run_id, sets, events)
+
+        await self.db.write(write)
+        for worker in self.workers:
+            worker.cancel_local(run_id, reason)
+        self.notify(run_id)
+        deadline = anyio.current_time() + max(2.0, self.lease_s)
+        while True:
+            run = await self.get(run_id)
+            if run.status != "running" or anyio.current_time() >= deadline:
+                return run
+            await self._changed(run_id, min(POLL_S, deadline - anyio.current_time()))
+
+    async def resolve_interrupt(
+        self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"
+    ) -> Run:
+        """Decide a pending interrupt; its run is queued to resume (the step re-runs, effects replay)."""
+        run_id = await self.db.write(
+            lambda c: decisions.decide(c, self.scope, interrupt_id, action, value, reason, actor)
+        )
+        self._wake_workers()
+        self.notify(run_id)
+        return await self.get(run_id)
+
+    async def resolve_effect(self, effect_id: str, outcome: str, result: Any = None) -> Run:
+        """Settle an ambiguous effect: ``applied`` (with its result, replayed from now on) or ``not_applied``
+        (run it again). When none is left ambiguous, a ``needs_review`` run is queued to go on."""
+        run_id = await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, outcome, result))
+        self._wake_workers()
+        self.notify(run_id)
+        return await self.get(run_id)
+
+
+class RunWatch:
+    """Async iterator (and async context manager) over a run's changes."""
+
+    def __init__(self, service: RunService, run_id: str) -> None:
+        self.service = service
+        self.run_id = run_id
+        self._last: tuple[str, str | None, int] | None = None
+        self._done = False
+
+    async def __aenter__(self) -> RunWatch:
+        await self.service.get(self.run_id)  # fail fast on an unknown id
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._done = True
+
+    def __aiter__(self) -> AsyncIterator[Run]:
+        return self
+
+    async def __anext__(self) -> Run:
+        while not self._done:
+            run = await self.service.get(self.run_id)
+            key = (run.status, run.step, run.last_seq)
+            if key != self._last:
+                self._last = key
+                self._done = run.status in TERMINAL
+                return run
+            await self.service._changed(self.run_id, POLL_S)
+        raise StopAsyncIteration
+
+
+__all__ = ["RunService", "RunWatch"]

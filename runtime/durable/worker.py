@@ -1,0 +1,178 @@
+"""The worker loop: claim ready runs with a lease, drive them concurrently, renew, reap.
+
+One ``Worker`` serves up to ``slots`` runs at once. Three loops share its task group: *claim*
+(takes ready runs in one transaction, each with a higher fencing token), *renew* (extends every
+held lease in one transaction every ``lease_s / 3``, and learns about cancels requested from
+other processes), and *reap* (requeues runs whose worker vanished, expires interrupts and
+deadlines). Any number of workers, in any number of processes, may share one store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sqlite3
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+
+from runtime.durable import store
+from runtime.durable.reconcile import reap
+from runtime.durable.runner import RELEASE, Lease, Runner
+from runtime.errors import LeaseLostError
+from runtime.ids import now
+
+if TYPE_CHECKING:
+    from runtime.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """Claims and runs durable runs of one runtime's tenant/project and known workflows."""
+
+    def __init__(self, rt: Runtime, *, slots: int = 4, lease_s: float | None = None, poll_s: float = 0.2) -> None:
+        if slots < 1:
+            raise ValueError("a worker needs at least one slot")
+        self.rt = rt
+        self.slots = slots
+        self.lease_s = lease_s if lease_s is not None else rt.runs.lease_s
+        self.poll_s = poll_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.leases: dict[str, Lease] = {}
+        self._wake = anyio.Event()
+        self._slot_free = anyio.Event()
+
+    def wake(self) -> None:
+        """Look for ready runs now (a run was queued in this process)."""
+        self._wake.set()
+
+    def cancel_local(self, run_id: str, reason: str | None) -> None:
+        lease = self.leases.get(run_id)
+        if lease is not None:
+            lease.cancel(reason)
+
+    async def run(self, stop: anyio.Event | None = None) -> None:
+        """Serve until ``stop`` is set or the caller's scope is cancelled."""
+        self.rt.runs.workers.append(self)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._renew_loop)
+                tg.start_soon(self._reap_loop)
+                tg.start_soon(self._claim_loop, tg)
+                if stop is not None:
+                    await stop.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            self.rt.runs.workers.remove(self)
+
+    # -- claiming ----------------------------------------------------------------------------
+    async def claim(self, limit: int) -> list[sqlite3.Row]:
+        """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
+        names = self.rt.workflows.names()
+        rows = await self.rt.db.write(
+            lambda c: store.claim(c, self.rt.runs.scope, self.owner, self.lease_s, limit, names)
+        )
+        return rows
+
+    async def _claim_loop(self, tg: TaskGroup) -> None:
+        while True:
+            free = self.slots - len(self.leases)
+            if free <= 0:
+                await self._slot_free.wait()
+                continue
+            self._wake = anyio.Event()
+            ready_at = await self.rt.db.read(lambda c: store.has_ready(c, self.rt.runs.scope))
+            rows = await self.claim(free) if ready_at is not None and ready_at <= now() else []
+            for row in rows:
+                lease = Lease(row["id"], row["lease_token"])
+                self.leases[lease.run_id] = lease
+                tg.start_soon(self._execute, row, lease)
+            if rows:
+                self.rt.runs.notify(*(r["id"] for r in rows))
+                continue
+            delay = self.poll_s
+            if ready_at is not None and ready_at > now():
+                delay = min(delay, ready_at - now())
+            with anyio.move_on_after(delay):
+                await self._wake.wait()
+
+    async def _execute(self, row: sqlite3.Row, lease: Lease) -> None:
+        try:
+            plan = self.rt.workflows.get(row["workflow"])
+            await Runner(self.rt, plan, row, lease).drive()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._release([(lease.run_id, lease.token)])
+            raise
+        except LeaseLostError:
+            log.info("lease on run %s lost (token %s); its worker stopped", lease.run_id, lease.token)
+        except Exception as exc:  # a bug in the runtime: fail the run rather than the whole worker
+            log.exception("run %s crashed the runner", lease.run_id)
+            await self._crash(lease, exc)
+        finally:
+            self.leases.pop(lease.run_id, None)
+            self._slot_free.set()
+            self._slot_free = anyio.Event()
+            self.rt.runs.notify(lease.run_id)
+
+    async def _crash(self, lease: Lease, exc: Exception) -> None:
+        sets = {**RELEASE, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
+        events: list[store.EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.rt.db.write(lambda c: store.guarded_update(c, lease.run_id, lease.token, sets, events))
+            except Exception:
+                log.exception("could not record the crash of run %s", lease.run_id)
+
+    # -- leases ------------------------------------------------------------------------------
+    async def _renew_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.lease_s / 3)
+            held = [(lease.run_id, lease.token) for lease in self.leases.values()]
+            if not held:
+                continue
+            with anyio.CancelScope(shield=True):
+                alive = await self.rt.db.write(partial(store.renew, leases=held, lease_s=self.lease_s))
+            for run_id, token in held:
+                lease = self.leases.get(run_id)
+                if lease is None or lease.token != token:
+                    continue
+                if run_id not in alive:
+                    lease.lose()
+                elif alive[run_id] and not lease.cancelled:
+                    lease.cancel(alive[run_id])
+
+    async def _reap_loop(self) -> None:
+        while True:
+            if await self.rt.db.read(lambda c: store.has_reapable(c, self.rt.runs.scope)):
+                touched = await self.rt.db.write(lambda c: reap(c, self.rt.runs.scope))
+                if touched:
+                    self.rt.runs.notify(*touched)
+                    self.wake()
+            await anyio.sleep(min(1.0, self.lease_s / 2))
+
+    async def _release(self, held: list[tuple[str, int]]) -> None:
+        """On shutdown, let our leases expire now so any worker can recover the runs at once."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            for run_id, token in held:
+                conn.execute(
+                    "UPDATE runs SET lease_expires = 0 WHERE id = ? AND lease_token = ? AND status = 'running'",
+                    (run_id, token),
+                )
+
+        try:
+            await self.rt.db.write(write)
+        except Exception:
+            log.exception("could not release leases on shutdown")
+
+
+async def run_worker(
+    rt: Runtime, stop: anyio.Event | None = None, *, slots: int = 4, lease_s: float | None = None
+) -> None:
+    """Serve ``rt``'s durable runs until ``stop`` is set (or the caller is cancelled)."""
+    await Worker(rt, slots=slots, lease_s=lease_s).run(stop)
