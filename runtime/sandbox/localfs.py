@@ -76,13 +76,17 @@ class LocalFiles:
             raise refused(parts, exc) from exc
         finally:
             os.close(root_fd)
-        with os.fdopen(fd, "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode
+        try:
+            mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
                 raise NotAFileError(f"{path!r} is a directory; use list_dir({path!r}) to see its entries")
             if not stat.S_ISREG(mode):
                 raise NotAFileError(f"{path!r} is not a regular file (a device, FIFO or socket); it cannot be read")
-            os.set_blocking(handle.fileno(), True)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as handle:
             return handle.read()
 
     def write(self, path: str, data: bytes | str) -> None:

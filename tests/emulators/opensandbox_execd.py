@@ -127,7 +127,7 @@ async def _stream_command(
     sandbox.running[exec_id] = kill
     started = time.monotonic()
     deadline = started + timeout_ms / 1000 if timeout_ms else None
-    queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
+    queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(maxsize=8)  # backpressure onto the pipes
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
         asyncio.ensure_future(_pump(proc.stdout, "stdout", queue)),

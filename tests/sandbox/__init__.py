@@ -1,0 +1,1 @@
+"""Sandbox tests: conformance across backends, local escapes, the registry, the emulator."""
