@@ -66,9 +66,7 @@ async def test_a_missing_executable_fails_with_a_message(sandbox: Sandbox) -> No
     assert "no-such-program-xyz" in result.stderr
 
 
-async def test_env_reaches_the_command_and_host_env_does_not(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_env_reaches_the_command_and_host_env_does_not(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(HOST_CANARY, "leaked-from-test-host")
     result = await sandbox.run_command(
         f'echo "$GREETING"; echo "canary=${{{HOST_CANARY}:-absent}}"', env={"GREETING": "hello world"}
@@ -126,7 +124,7 @@ async def test_writes_create_parents_and_overwrite(sandbox: Sandbox) -> None:
 
 async def test_missing_files_are_clear_not_found_errors(sandbox: Sandbox) -> None:
     assert not await sandbox.exists("nope.txt")
-    with pytest.raises(SandboxFileNotFoundError, match="nope.txt") as caught:
+    with pytest.raises(SandboxFileNotFoundError, match=r"nope\.txt") as caught:
         await sandbox.read_file("nope.txt")
     assert isinstance(caught.value, NotFoundError) and isinstance(caught.value, UsageError)
     with pytest.raises(SandboxFileNotFoundError):
