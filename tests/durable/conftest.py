@@ -1,0 +1,59 @@
+"""Fixtures of the durable tests: a runtime with short leases and the test workflows registered."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from runtime import Runtime
+
+T = TypeVar("T")
+FLOWS = "tests.durable.flows"
+ROOT = Path(__file__).resolve().parents[2]
+LEASE_S = 1.0
+
+
+@pytest.fixture
+async def drt(home: Path) -> AsyncIterator[Runtime]:
+    """A runtime with 4 workers, 1 s leases and the test workflows."""
+    async with Runtime.open(home, lease_s=LEASE_S) as runtime:
+        runtime.workflows.load(FLOWS)
+        yield runtime
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> str:
+    """Path of the effect log file the test workflows append to."""
+    return str(tmp_path / "effects.log")
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 10.0, what: str = "") -> T:
+    """Poll ``check`` until it returns something truthy (for changes made by another process)."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = await check()
+            if value:
+                return value
+            await anyio.sleep(0.05)
+    raise AssertionError(what)  # pragma: no cover
+
+
+def spawn(*args: str, **kw: Any) -> subprocess.Popen[str]:
+    """Start ``python -m tests.durable.proc ARGS`` (a real process on the same store)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.durable.proc", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )

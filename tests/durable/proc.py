@@ -1,0 +1,67 @@
+"""A durable-runtime process for the multi-process tests: ``python -m tests.durable.proc MODE HOME ...``.
+
+Modes:
+  worker HOME LEASE_S          serve runs (4 workers) until killed; prints "ready" once serving
+  claim HOME GO_FILE           wait for GO_FILE, then claim runs until none is left; prints the claims as JSON
+  start-approval HOME          start an approval run on a new session, wait until it parks, print it as JSON
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+
+from runtime import Runtime
+from runtime.durable import Worker
+
+FLOWS = "tests.durable.flows"
+
+
+async def worker(home: str, lease_s: float) -> None:
+    async with Runtime.open(home, lease_s=lease_s, workers=4) as rt:
+        rt.workflows.load(FLOWS)
+        print("ready", flush=True)
+        await anyio.sleep_forever()
+
+
+async def claim(home: str, go_file: str) -> None:
+    async with Runtime.open(home, workers=0) as rt:
+        rt.workflows.load(FLOWS)
+        claimer = Worker(rt, slots=1, lease_s=60)
+        print("ready", flush=True)
+        while not Path(go_file).exists():
+            await anyio.sleep(0.005)
+        got: list[list[object]] = []
+        while True:
+            rows = await claimer.claim(1)
+            if not rows:
+                break
+            got += [[r["id"], r["lease_token"]] for r in rows]
+        print(json.dumps(got), flush=True)
+
+
+async def start_approval(home: str) -> None:
+    async with Runtime.open(home, workers=2) as rt:
+        session = await rt.sessions.create([{"kind": "user", "content": "write the release note"}])
+        run = await rt.runs.start("approval", session_id=session.id, input={"draft": "v2 is out"})
+        run = await rt.runs.wait(run.id, 20)
+        print(json.dumps({"run_id": run.id, "status": run.status, "session_id": session.id}), flush=True)
+
+
+def main() -> None:
+    mode, home, *rest = sys.argv[1:]
+    if mode == "worker":
+        anyio.run(worker, home, float(rest[0]))
+    elif mode == "claim":
+        anyio.run(claim, home, rest[0])
+    elif mode == "start-approval":
+        anyio.run(start_approval, home)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main()
