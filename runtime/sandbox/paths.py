@@ -16,6 +16,7 @@ import contextlib
 import errno
 import os
 import posixpath
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +95,9 @@ def _step(fd: int, part: str, *, create: bool, parts: tuple[str, ...]) -> int:
         if not create:
             raise
     except NotADirectoryError:
+        # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (not ELOOP): tell the two apart.
+        if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise refused(parts, OSError(errno.ELOOP, "symlink")) from None
         raise
     except OSError as exc:
         raise refused(parts, exc) from exc
