@@ -22,9 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runtime.providers.anthropic_provider import AnthropicProvider
 from runtime.providers.base import Provider, ProviderConfigError
-from runtime.providers.openai_provider import OpenAIProvider
 from runtime.providers.retry import RetryPolicy
 from runtime.providers.scripted import ScriptedProvider
 
@@ -123,6 +121,10 @@ def load_provider(name: str | None, home: Path, *, env: Mapping[str, str] | None
     }
     if settings.get("model"):
         common["model"] = str(settings["model"])
-    if chosen == "openai":
+    if chosen == "openai":  # the SDKs are imported here, on first use: each takes seconds to import
+        from runtime.providers.openai_provider import OpenAIProvider
+
         return OpenAIProvider(**common)
+    from runtime.providers.anthropic_provider import AnthropicProvider
+
     return AnthropicProvider(**common)
