@@ -24,6 +24,7 @@ from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError
 from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
+from runtime.providers.registry import ProviderRegistry
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import SQLiteSessionStore
 from runtime.store.schema import ALL_MIGRATIONS
@@ -60,6 +61,7 @@ class Runtime:
         for workflow in builtin_workflows():
             self.workflows.register(workflow)
         self.runs = RunService(self)
+        self.providers = ProviderRegistry(home)
 
     @classmethod
     @asynccontextmanager
@@ -92,5 +94,7 @@ class Runtime:
                     yield rt
                 finally:
                     tg.cancel_scope.cancel()
+                    with anyio.CancelScope(shield=True):  # close the model SDK clients even when cancelled
+                        await rt.providers.aclose()
         finally:
             await db.close()
