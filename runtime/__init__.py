@@ -21,10 +21,14 @@ from runtime.flow.workflow import (
 )
 from runtime.memory import CommitResult, Extractor, HeuristicExtractor, MemoryHit, MemoryItem, MemoryService
 from runtime.runtime import Runtime, resolve_home
+from runtime.sandbox import Capabilities, CommandResult, FileEntry, Sandbox, SandboxError
+from runtime.sandbox.registry import SandboxRegistry
 from runtime.sessions import Chunk, LineageGraph, Placement, Session, SessionInfo, ToolCall, Usage
 
 __all__ = [
+    "Capabilities",
     "Chunk",
+    "CommandResult",
     "CommitResult",
     "ConflictError",
     "Decision",
@@ -32,6 +36,7 @@ __all__ = [
     "EffectClass",
     "Event",
     "Extractor",
+    "FileEntry",
     "HeuristicExtractor",
     "Interrupt",
     "InvalidInputError",
@@ -47,6 +52,9 @@ __all__ = [
     "RunFailure",
     "RunService",
     "Runtime",
+    "Sandbox",
+    "SandboxError",
+    "SandboxRegistry",
     "Session",
     "SessionInfo",
     "StepContext",

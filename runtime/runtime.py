@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,6 +26,8 @@ from runtime.errors import InvalidInputError
 from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
+from runtime.sandbox.opensandbox import OpenSandboxSettings
+from runtime.sandbox.registry import SandboxRegistry
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import SQLiteSessionStore
 from runtime.store.schema import ALL_MIGRATIONS
@@ -49,7 +52,17 @@ def _check_scope(name: str, value: str) -> str:
 class Runtime:
     """The embedded runtime of one home, scoped to one tenant and project."""
 
-    def __init__(self, home: Path, db: SQLiteDatabase, tenant: str, project: str, task_group: TaskGroup) -> None:
+    def __init__(
+        self,
+        home: Path,
+        db: SQLiteDatabase,
+        tenant: str,
+        project: str,
+        task_group: TaskGroup,
+        *,
+        sandbox: str = "local",
+        opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+    ) -> None:
         self.home = home
         self.db = db
         self.tenant = tenant
@@ -62,6 +75,7 @@ class Runtime:
             self.workflows.register(workflow)
         self.runs = RunService(self)
         self.providers = ProviderRegistry(home)
+        self.sandboxes = SandboxRegistry(home, default_backend=sandbox, opensandbox_settings=opensandbox)
 
     @classmethod
     @asynccontextmanager
@@ -74,11 +88,15 @@ class Runtime:
         synchronous: str = "FULL",
         workers: int = 4,
         lease_s: float = 30.0,
+        sandbox: str = "local",
+        opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
+        ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
+        ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         """
         _check_scope("tenant", tenant), _check_scope("project", project)  # before opening: a plain error
         root = resolve_home(home)
@@ -86,7 +104,15 @@ class Runtime:
         await db.open(ALL_MIGRATIONS)
         try:
             async with anyio.create_task_group() as tg:
-                rt = cls(root, db, _check_scope("tenant", tenant), _check_scope("project", project), tg)
+                rt = cls(
+                    root,
+                    db,
+                    _check_scope("tenant", tenant),
+                    _check_scope("project", project),
+                    tg,
+                    sandbox=sandbox,
+                    opensandbox=opensandbox,
+                )
                 rt.runs.lease_s = lease_s
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
@@ -96,5 +122,7 @@ class Runtime:
                     tg.cancel_scope.cancel()
                     with anyio.CancelScope(shield=True):  # close the model SDK clients even when cancelled
                         await rt.providers.aclose()
+                    with anyio.CancelScope(shield=True):
+                        await rt.sandboxes.aclose()
         finally:
             await db.close()
