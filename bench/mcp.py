@@ -2,9 +2,10 @@
 
 One command:  .venv/bin/python -m bench.mcp [--calls 300] [--chunks 20]
 
-Both servers run as real stdio subprocesses in the same run, driven by the same Python SDK client
-(handshake era), so the baseline holds everything the SDK and the pipe cost; what is left over is
-our own cost per call. ``session_get`` reads a session of ``--chunks`` chunks (a page of 50);
+Both servers run as real stdio subprocesses, open side by side and driven by the same Python SDK
+client (handshake era) in interleaved rounds, so the baseline holds everything the SDK and the pipe
+cost (including the client's check of each result against the tool's outputSchema); what is left
+over is our own cost per call. ``session_get`` reads a session of ``--chunks`` chunks (a page of 50);
 ``session_fork`` writes a committed snapshot to SQLite (synchronous=FULL, one fsync per group
 commit). Prints a table of medians and p90s with the ratio to the no-op's median; the target is
 ``session_get`` and ``session_fork`` within 1.5x of the no-op.
@@ -57,16 +58,20 @@ def bare_server() -> None:
     server.run()
 
 
-async def timed(name: str, calls: int, warmup: int, once: Callable[[], Awaitable[Any]]) -> Sample:
-    """Median-ready samples of ``calls`` sequential round trips after ``warmup`` untimed ones."""
-    for _ in range(warmup):
-        await once()
-    seconds = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        await once()
-        seconds.append(time.perf_counter() - start)
-    return Sample(name, seconds)
+async def timed_rounds(calls: int, warmup: int, probes: dict[str, Callable[[], Awaitable[Any]]]) -> list[Sample]:
+    """``calls`` rounds, each timing one call of every probe in turn, after ``warmup`` untimed rounds.
+
+    Interleaving the probes means a burst of load from elsewhere on the machine hits all of them
+    alike instead of skewing whichever happened to run during it.
+    """
+    samples = {name: Sample(name, []) for name in probes}
+    for round_ in range(warmup + calls):
+        for name, once in probes.items():
+            start = time.perf_counter()
+            await once()
+            if round_ >= warmup:
+                samples[name].seconds.append(time.perf_counter() - start)
+    return list(samples.values())
 
 
 async def checked(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -77,24 +82,29 @@ async def checked(client: Client, tool: str, arguments: dict[str, Any]) -> dict[
     return result.structured_content
 
 
-async def measure_noop(calls: int, warmup: int) -> Sample:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "bench.mcp", "--bare-server"])
-    async with Client(params, mode="legacy") as client:
-        return await timed("noop (bare MCPServer)", calls, warmup, lambda: checked(client, "noop", {"session_id": "x"}))
+async def seed_session(client: Client, chunks: int) -> str:
+    """A session of ``chunks`` chunks of about 160 characters each; returns its id."""
+    sid = str((await checked(client, "session_create", {"message": "benchmark"}))["session_id"])
+    for i in range(chunks - 1):
+        sid = str(
+            (await checked(client, "session_append", {"session_id": sid, "content": f"chunk {i} " * 20}))["session_id"]
+        )
+    return sid
 
 
-async def measure_rath(home: Path, calls: int, warmup: int, chunks: int) -> list[Sample]:
+async def measure(home: Path, calls: int, warmup: int, chunks: int) -> list[Sample]:
+    """Both servers as stdio subprocesses, open side by side, probed in interleaved rounds."""
+    bare = StdioServerParameters(command=sys.executable, args=["-m", "bench.mcp", "--bare-server"])
     argv = ["-m", "rath_mcp", "serve", "--transport", "stdio", "--home", str(home)]
-    async with Client(StdioServerParameters(command=sys.executable, args=argv), mode="legacy") as client:
-        root = await checked(client, "session_create", {"message": "benchmark"})
-        sid = root["session_id"]
-        for i in range(chunks - 1):
-            sid = (await checked(client, "session_append", {"session_id": sid, "content": f"chunk {i} " * 20}))[
-                "session_id"
-            ]
-        get = await timed("session_get", calls, warmup, lambda: checked(client, "session_get", {"session_id": sid}))
-        fork = await timed("session_fork", calls, warmup, lambda: checked(client, "session_fork", {"session_id": sid}))
-        return [get, fork]
+    rath = StdioServerParameters(command=sys.executable, args=argv)
+    async with Client(bare, mode="legacy") as noop, Client(rath, mode="legacy") as client:
+        sid = await seed_session(client, chunks)
+        probes: dict[str, Callable[[], Awaitable[Any]]] = {
+            "noop (bare MCPServer)": lambda: checked(noop, "noop", {"session_id": sid}),
+            "session_get": lambda: checked(client, "session_get", {"session_id": sid}),
+            "session_fork": lambda: checked(client, "session_fork", {"session_id": sid}),
+        }
+        return await timed_rounds(calls, warmup, probes)
 
 
 def table(baseline: Sample, samples: list[Sample]) -> str:
@@ -109,9 +119,8 @@ def table(baseline: Sample, samples: list[Sample]) -> str:
 async def main(calls: int, chunks: int) -> int:
     warmup = max(10, calls // 10)
     with tempfile.TemporaryDirectory(prefix="rath-bench-") as tmp:
-        baseline = await measure_noop(calls, warmup)
-        samples = await measure_rath(Path(tmp) / "home", calls, warmup, chunks)
-    print(f"stdio round trips, {calls} calls each after {warmup} warm-up, session of {chunks} chunks\n")
+        baseline, *samples = await measure(Path(tmp) / "home", calls, warmup, chunks)
+    print(f"stdio round trips, {calls} interleaved rounds after {warmup} warm-up, session of {chunks} chunks\n")
     print(table(baseline, samples))
     slow = [s.name for s in samples if s.median_ms / baseline.median_ms > TARGET_RATIO]
     return 1 if slow else 0

@@ -6,11 +6,19 @@ Each example is a real subprocess (``sys.executable examples/<file>``) with its 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from rath_mcp.server import build_server
+from runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -94,3 +102,106 @@ def test_mcp_client_drives_custom_workflows_over_stdio(home: Path) -> None:
 
 # my_workflows.py is the --workflows file: mcp_client.py serves it and durable_approval.py imports it.
 HELPER_FILES: set[str] = {"my_workflows.py"}
+
+
+# -- the README: its commands, snippets and tables are checked against what really exists ---------
+
+README = ROOT / "README.md"
+NEWCOMER_COMMANDS = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/rath-mcp demo\nbash .ci/run\n"
+
+
+def readme_blocks(language: str) -> list[str]:
+    """The README's fenced code blocks tagged ``language`` ('' for untagged), in order."""
+    blocks, lang, lines = [], None, []
+    for line in README.read_text().splitlines(keepends=True):
+        if line.startswith("```") and lang is None:
+            lang, lines = line[3:].strip(), []
+        elif line.startswith("```"):
+            if lang == language:
+                blocks.append("".join(lines))
+            lang = None
+        elif lang is not None:
+            lines.append(line)
+    return blocks
+
+
+def readme_section(title: str) -> str:
+    return README.read_text().split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_starts_with_the_two_newcomer_commands() -> None:
+    text = README.read_text()
+    first_block = text.split("```\n", 2)[1]
+    assert text.startswith("# rath-mcp\n") and first_block == NEWCOMER_COMMANDS
+
+
+def test_readme_python_snippets_are_example_files() -> None:
+    sources = [p.read_text() for p in EXAMPLES.glob("*.py")]
+    for snippet in readme_blocks("python"):
+        for paragraph in snippet.split("\n\n\n"):
+            assert any(paragraph.strip() in source for source in sources), f"in no examples/ file:\n{paragraph}"
+
+
+def test_readme_tables_list_exactly_the_servers_tools_and_resources(home: Path) -> None:
+    listed = anyio.run(list_server_surface, home)
+    rows = re.findall(r"^\| `(\w+)`(?: / `(\w+)`)? \|", readme_section("Tools"), re.MULTILINE)
+    documented = {name for pair in rows for name in pair if name}
+    missing, extra = listed["tools"] - documented, documented - listed["tools"]
+    assert not missing and not extra, f"README tool table: missing {sorted(missing)}, not served {sorted(extra)}"
+    section = readme_section("Resources and prompts")
+    uris = set(re.findall(r"`(rath://[^`]+)`", section))
+    assert uris == listed["resources"], (
+        f"README resources: missing {listed['resources'] - uris}, extra {uris - listed['resources']}"
+    )
+    prompts = set(re.findall(r"`(\w+)`", section.split("Prompts:", 1)[1]))
+    assert prompts == listed["prompts"], (
+        f"README prompts {sorted(prompts)} but the server has {sorted(listed['prompts'])}"
+    )
+
+
+async def list_server_surface(home: Path) -> dict[str, set[str]]:
+    async with Runtime.open(home) as rt, Client(build_server(rt)) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+    return {"tools": tools, "resources": templates | resources, "prompts": prompts}
+
+
+def client_configs(home: Path) -> dict[str, tuple[str, list[str]]]:
+    """(command, args) of each README client snippet, as the host would run it, with ``home`` as $HOME."""
+    vscode = json.loads(readme_blocks("json")[0])["servers"]["rath"]
+    vscode_args = [a.replace("${workspaceFolder}", str(home)) for a in vscode["args"]]
+    (claude_code,) = [line for line in readme_blocks("") if line.startswith("claude mcp add")]
+    printer = next(b for b in readme_blocks("") if "mcpServers" in b)
+    env = {**os.environ, "HOME": str(home)}
+    printed = subprocess.run(["bash", "-c", printer], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    desktop = json.loads(printed.stdout)["mcpServers"]["rath"]
+    return {
+        "vscode": (vscode["command"].replace("${workspaceFolder}", str(ROOT)), vscode_args),
+        "claude-code": ("bash", ["-c", f"cd {ROOT} && HOME={home} exec {claude_code.split(' -- ', 1)[1]}"]),
+        "claude-desktop": (desktop["command"], desktop["args"]),
+    }
+
+
+def test_readme_client_configs_start_a_working_server(home: Path) -> None:
+    assert (ROOT / ".venv" / "bin" / "rath-mcp").exists(), "the README snippets expect .venv in the checkout"
+    tools = anyio.run(tools_of_each_config, client_configs(home))
+    for host, names in tools.items():
+        assert "session_create" in names, f"{host}: {names}"
+    assert (home / ".rath" / "rath.db").is_file(), "the snippets keep state under ~/.rath or the workspace"
+
+
+async def tools_of_each_config(configs: dict[str, tuple[str, list[str]]]) -> dict[str, set[str]]:
+    """Start every configured server at once over stdio and list its tools."""
+    found: dict[str, set[str]] = {}
+
+    async def connect(host: str, command: str, args: list[str]) -> None:
+        async with Client(StdioServerParameters(command=command, args=args)) as client:
+            found[host] = {t.name for t in (await client.list_tools()).tools}
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for host, (command, args) in configs.items():
+                tg.start_soon(connect, host, command, args)
+    return found
