@@ -27,7 +27,7 @@ from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.opensandbox import OpenSandboxSettings
-from runtime.sandbox.registry import SandboxRegistry
+from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import SQLiteSessionStore
 from runtime.store.schema import ALL_MIGRATIONS
@@ -99,6 +99,7 @@ class Runtime:
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         """
         _check_scope("tenant", tenant), _check_scope("project", project)  # before opening: a plain error
+        check_backend_name(sandbox)
         root = resolve_home(home)
         db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
         await db.open(ALL_MIGRATIONS)

@@ -19,6 +19,14 @@ from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
 from runtime.sessions import Placement
 
 DEFAULT_WORKSPACE = "default"
+BUILTIN_BACKENDS = ("local", "opensandbox")
+
+
+def check_backend_name(name: str) -> str:
+    """Validate a default backend name up front (before anything is opened)."""
+    if name not in BUILTIN_BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {name!r}; choose one of {', '.join(BUILTIN_BACKENDS)}")
+    return name
 
 
 class SandboxRegistry:

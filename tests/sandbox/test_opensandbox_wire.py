@@ -1,0 +1,77 @@
+"""The opensandbox backend on the wire: auth, reattach by label, and what reaches the server."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+
+from runtime.sandbox import BackendUnavailableError
+from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
+from tests.sandbox.conftest import EMULATOR_API_KEY
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_wrong_api_key_is_a_clear_error_that_does_not_echo_the_key(opensandbox_domain: str) -> None:
+    backend = OpenSandboxBackend(opensandbox_domain, "wrong-secret-key", namespace="auth")
+    with pytest.raises(BackendUnavailableError, match="api key") as caught:
+        await backend.open("w")
+    assert "wrong-secret-key" not in str(caught.value)
+    assert "wrong-secret-key" not in repr(backend.settings)
+
+
+async def test_an_unreachable_server_is_a_clear_error() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    backend = OpenSandboxBackend(f"127.0.0.1:{port}", "k", request_timeout_s=2, ready_timeout_s=2)
+    with pytest.raises(BackendUnavailableError, match="opensandbox server"):
+        await backend.open("w")
+
+
+async def test_open_reattaches_to_the_labelled_container_and_namespaces_keep_homes_apart(
+    opensandbox_domain: str,
+) -> None:
+    alpha = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="alpha")
+    beta = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="beta")
+    a1 = await alpha.open("shared-name")
+    await a1.write_file("owner.txt", "alpha")
+    a2 = await alpha.open("shared-name")
+    assert a2.sdk.id == a1.sdk.id
+    b = await beta.open("shared-name")
+    assert b.sdk.id != a1.sdk.id and not await b.exists("owner.txt")
+    for sandbox in (a1, a2, b):
+        await sandbox.close()
+    await alpha.destroy("shared-name")
+    await beta.destroy("shared-name")
+    await alpha.destroy("shared-name")  # destroying twice is a no-op
+
+
+async def test_a_caller_supplied_transport_carries_every_request(opensandbox_domain: str) -> None:
+    """The SDK accepts any httpx transport; ours counts what goes through it (and it stays open)."""
+    seen: list[str] = []
+
+    class Counting(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(f"{request.method} {request.url.path}")
+            return await super().handle_async_request(request)
+
+    transport = Counting()
+    settings = OpenSandboxSettings(domain=opensandbox_domain, api_key=EMULATOR_API_KEY, namespace="transport")
+    backend = OpenSandboxBackend(settings=settings, transport=transport)
+    sandbox = await backend.open("w")
+    assert (await sandbox.run_command("echo hi", stdin="ignored")).stdout == "hi\n"
+    await sandbox.close()
+    await backend.destroy("w")
+    await transport.aclose()
+    assert "POST /v1/sandboxes" in seen
+    assert any(s.startswith("POST /execd/") and s.endswith("/command") for s in seen)
+    assert any(s.endswith("/files/upload") for s in seen)  # stdin travelled as an upload
+    assert any(s.startswith("DELETE /v1/sandboxes/") for s in seen)
+
+
+def test_root_dir_must_be_absolute() -> None:
+    with pytest.raises(Exception, match="absolute"):
+        OpenSandboxBackend("127.0.0.1:1", "k", root_dir="workspace")
