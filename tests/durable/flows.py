@@ -99,6 +99,16 @@ class Flaky(Workflow):
         return {**state, "attempt": ctx.attempt}
 
 
+class SlowFlaky(Workflow):
+    """Fails once, then waits a long backoff (3 s) before its retry."""
+
+    @step(entry=True, effects=EffectClass.READ_ONLY, retry=RetryPolicy(max_attempts=2, backoff_s=3.0))
+    async def attempt_it(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        if ctx.attempt < 2:
+            raise RuntimeError("first attempt fails on purpose")
+        return state
+
+
 class SyncCharge(Workflow):
     """A sync step (isolated in a child process) with a ledgered effect, failing once, then retried."""
 

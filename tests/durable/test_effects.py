@@ -1,0 +1,100 @@
+"""The effect ledger and interrupts: replay not repeat, distinct interrupts, fencing, live leases untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime import Runtime
+from runtime.durable import Worker
+from runtime.durable.reconcile import reap
+from runtime.durable.store import guarded_update
+from runtime.errors import LeaseLostError
+from runtime.ids import now
+from tests.durable.conftest import FLOWS, eventually
+from tests.durable.flows import lines
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_effects_before_an_interrupt_are_replayed_and_each_interrupt_is_distinct(drt: Runtime, log: str) -> None:
+    run = await drt.runs.wait((await drt.runs.start("questions", input={"log": log})).id, 10)
+    assert run.status == "waiting" and lines(log) == ["before"]
+    (first,) = run.pending_interrupts
+    assert first.kind == "input" and first.prompt == "first?" and first.schema_ == {"type": "string"}
+    await drt.runs.resolve_interrupt(first.id, "respond", "blue")
+    run = await drt.runs.wait(run.id, 10)
+    (second,) = run.pending_interrupts
+    assert second.id != first.id and second.kind == "approval"  # not the first decision again
+    assert lines(log) == ["before", "between"]  # "before" was replayed, not repeated
+    await drt.runs.resolve_interrupt(second.id, "approve")
+    run = await drt.runs.wait(run.id, 10)
+    assert run.status == "succeeded" and run.state["answers"] == ["blue", "approve"]
+    assert lines(log) == ["before", "between"]
+    effects = await drt.runs.effects(status=None, run_id=run.id)
+    assert sorted((e.key, e.status, e.result) for e in effects) == [
+        ("before", "succeeded", "before"),
+        ("between", "succeeded", "between"),
+    ]
+
+
+async def test_an_expired_interrupt_ends_the_run_timed_out(drt: Runtime, log: str) -> None:
+    run = await drt.runs.wait((await drt.runs.start("questions", input={"log": log, "timeout_s": 0.2})).id, 10)
+    await drt.runs.resolve_interrupt(run.pending_interrupts[0].id, "respond", "x")
+    run = await drt.runs.wait(run.id, 10)
+    assert run.status == "waiting" and run.pending_interrupts[0].expires_at is not None
+
+    async def timed_out() -> bool:
+        return (await drt.runs.get(run.id)).status == "timed_out"
+
+    await eventually(timed_out)
+    events = [e.type for e in await drt.runs.events(run.id)]
+    assert "interrupt.expired" in events
+    assert await drt.runs.interrupts(run.id) == []
+
+
+async def test_a_stale_workers_commit_is_rejected(home: Path) -> None:
+    async with Runtime.open(home, workers=0) as rt:
+        rt.workflows.load(FLOWS)
+        run = await rt.runs.start("loop", input={"n": 1})
+        old, new = Worker(rt, lease_s=0.2), Worker(rt, lease_s=30)
+        (claimed,) = await old.claim(1)
+        stale = claimed["lease_token"]
+        await eventually(lambda: _after(claimed["lease_expires"]))
+        assert await rt.db.write(lambda c: reap(c, rt.runs.scope)) == [run.id]
+        (reclaimed,) = await new.claim(1)
+        assert reclaimed["lease_token"] == stale + 1
+        with pytest.raises(LeaseLostError, match=f"fencing token {stale} is stale"):
+            await rt.db.write(lambda c: guarded_update(c, run.id, stale, {"state": '{"hacked": 1}'}, []))
+        after = await rt.runs.get(run.id)
+        assert after.state == {"n": 1} and after.lease_token == stale + 1 and after.lease_owner == new.owner
+        assert "lease.expired" in [e.type for e in await rt.runs.events(run.id)]
+
+
+async def _after(t: float) -> bool:
+    return now() > t
+
+
+async def test_reconciliation_never_touches_a_call_whose_worker_holds_its_lease(home: Path, tmp_path: Path) -> None:
+    gate, log = tmp_path / "gate", str(tmp_path / "log")
+    gate.touch()
+    async with Runtime.open(home, lease_s=0.6, workers=1) as a, Runtime.open(home, lease_s=0.6, workers=1) as b:
+        a.workflows.load(FLOWS)
+        b.workflows.load(FLOWS)
+        run = await a.runs.start("ledger", input={"log": log, "effect_gate": str(gate)})
+        await eventually(lambda: _has_line(log, "c-start"))
+        await anyio.sleep(2.0)  # a negative check: several lease periods pass with both reapers running
+        (c,) = [e for e in await b.runs.effects(status=None, run_id=run.id) if e.key == "c"]
+        assert c.status == "dispatched"
+        assert (await b.runs.get(run.id)).status == "running"
+        assert "lease.expired" not in [e.type for e in await b.runs.events(run.id)]
+        gate.unlink()
+        done = await a.runs.wait(run.id, 10)
+    assert done.status == "succeeded" and done.state["results"] == ["a", "b", "c"]
+    assert lines(log) == ["a", "b", "c-start", "done"]
+
+
+async def _has_line(log: str, line: str) -> bool:
+    return line in lines(log)

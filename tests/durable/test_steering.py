@@ -1,0 +1,113 @@
+"""Retries with backoff, deadlines, step timeouts and cancel (preemptive for sync steps)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime import Runtime
+from tests.durable.conftest import FLOWS, eventually
+
+pytestmark = pytest.mark.anyio
+
+
+async def progressed(rt: Runtime, run_id: str) -> bool:
+    return any(e.type == "step.progress" for e in await rt.runs.events(run_id))
+
+
+async def test_a_failing_step_is_retried_with_backoff(drt: Runtime) -> None:
+    run = await drt.runs.wait((await drt.runs.start("flaky", input={"succeed_on": 3})).id, 10)
+    assert run.status == "succeeded" and run.state["attempt"] == 3
+    failed = [e for e in await drt.runs.events(run.id) if e.type == "step.failed"]
+    assert [e.data["attempt"] for e in failed] == [1, 2]
+    assert all(e.data["retry_in_s"] == 0.3 for e in failed)
+    assert failed[1].created_at - failed[0].created_at >= 0.3
+
+
+async def test_retries_run_out_into_a_failed_run(drt: Runtime) -> None:
+    run = await drt.runs.wait((await drt.runs.start("flaky", input={"succeed_on": 9})).id, 10)
+    assert run.status == "failed"
+    assert run.error == "step 'attempt_it' failed after 3 attempt(s): RuntimeError: attempt 3 fails on purpose"
+
+
+async def test_a_backoff_does_not_hold_the_claim(home: Path) -> None:
+    async with Runtime.open(home, workers=1, lease_s=1.0) as rt:  # one slot only
+        rt.workflows.load(FLOWS)
+        flaky = await rt.runs.start("slow_flaky")
+
+        async def backing_off() -> bool:
+            run = await rt.runs.get(flaky.id)
+            return run.status == "queued" and run.attempt == 2
+
+        await eventually(backing_off)
+        run = await rt.runs.get(flaky.id)
+        assert run.lease_owner is None and run.next_at > time.time()
+        # The single slot is free during the backoff: another run completes meanwhile.
+        echo = await rt.runs.start("echo", input={"message": "meanwhile"})
+        done = await rt.runs.wait(echo.id, 10)
+        assert done.status == "succeeded" and done.updated_at < run.next_at
+        assert (await rt.runs.get(flaky.id)).status == "queued"
+        assert (await rt.runs.cancel(flaky.id)).status == "cancelled"
+
+
+async def test_a_sync_step_runs_in_a_child_with_ledgered_effects(drt: Runtime, log: str) -> None:
+    run = await drt.runs.wait((await drt.runs.start("sync_charge", input={"log": log})).id, 15)
+    assert run.status == "succeeded", run.error
+    assert run.state["attempt"] == 2
+    assert Path(log).read_text().splitlines() == [f"charge charge:{run.id}"]  # once, replayed on retry
+    progress = [e.data["message"] for e in await drt.runs.events(run.id) if e.type == "step.progress"]
+    assert progress == ["charged", "charged"]
+
+
+async def test_cancel_during_a_long_sync_step_returns_promptly(drt: Runtime) -> None:
+    run = await drt.runs.start("sleepy", input={"sleep_s": 60})
+    await eventually(lambda: progressed(drt, run.id))
+    started = time.monotonic()
+    with anyio.fail_after(5):
+        cancelled = await drt.runs.cancel(run.id, reason="changed my mind")
+    assert time.monotonic() - started < 2.0
+    assert cancelled.status == "cancelled" and cancelled.error == "cancelled: changed my mind"
+
+
+async def test_cancel_stops_an_async_step(drt: Runtime) -> None:
+    run = await drt.runs.start("async_sleepy", input={"sleep_s": 60})
+    await eventually(lambda: progressed(drt, run.id))
+    with anyio.fail_after(5):
+        assert (await drt.runs.cancel(run.id)).status == "cancelled"
+
+
+async def test_cancel_of_a_waiting_run_expires_its_interrupt(drt: Runtime) -> None:
+    run = await drt.runs.wait((await drt.runs.start("approval", input={"message": "x"})).id, 10)
+    cancelled = await drt.runs.cancel(run.id)
+    assert cancelled.status == "cancelled" and cancelled.pending_interrupts == ()
+    assert await drt.runs.interrupts(run.id) == []
+    assert (await drt.runs.cancel(run.id)).status == "cancelled"  # cancelling twice is harmless
+
+
+async def test_a_step_timeout_stops_a_sync_step_preemptively(drt: Runtime) -> None:
+    with anyio.fail_after(10):
+        run = await drt.runs.wait((await drt.runs.start("sleepy_with_timeout")).id, 10)
+    assert run.status == "failed" and "timed out after 0.5s" in (run.error or "")
+
+
+async def test_a_deadline_ends_a_running_step_as_timed_out(drt: Runtime) -> None:
+    run = await drt.runs.start("async_sleepy", input={"sleep_s": 60}, deadline_s=0.5)
+    with anyio.fail_after(10):
+        run = await drt.runs.wait(run.id, 10)
+    assert run.status == "timed_out" and "deadline" in (run.error or "")
+
+
+async def test_a_deadline_ends_a_waiting_run(drt: Runtime) -> None:
+    run = await drt.runs.start("approval", input={"message": "x"}, deadline_s=0.5)
+    run = await drt.runs.wait(run.id, 10)
+    assert run.status == "waiting"
+    run = await eventually(lambda: _terminal(drt, run.id))
+    assert run.status == "timed_out" and run.error == "the run's deadline passed"
+
+
+async def _terminal(rt: Runtime, run_id: str) -> object:
+    run = await rt.runs.get(run_id)
+    return run if run.terminal else None
