@@ -78,8 +78,8 @@ class Interrupt(_Record):
         }
 
 
-_EFFECT_COLUMNS = ("id", "run_id", "step", "visit", "key", "effect_class", "status", "error", "created_at")
-_EFFECT_COLUMNS += ("updated_at",)
+_EFFECT_COLUMNS: tuple[str, ...] = ("id", "run_id", "step", "visit", "key", "effect_class", "status", "error")
+_EFFECT_COLUMNS += ("created_at", "updated_at")
 
 
 class Effect(_Record):

@@ -8,8 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime import Runtime
+from runtime import Run, Runtime
 from tests.durable.conftest import FLOWS, eventually
+from tests.durable.flows import lines
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,7 @@ async def test_a_sync_step_runs_in_a_child_with_ledgered_effects(drt: Runtime, l
     run = await drt.runs.wait((await drt.runs.start("sync_charge", input={"log": log})).id, 15)
     assert run.status == "succeeded", run.error
     assert run.state["attempt"] == 2
-    assert Path(log).read_text().splitlines() == [f"charge charge:{run.id}"]  # once, replayed on retry
+    assert lines(log) == [f"charge charge:{run.id}"]  # once, replayed on retry
     progress = [e.data["message"] for e in await drt.runs.events(run.id) if e.type == "step.progress"]
     assert progress == ["charged", "charged"]
 
@@ -108,6 +109,6 @@ async def test_a_deadline_ends_a_waiting_run(drt: Runtime) -> None:
     assert run.status == "timed_out" and run.error == "the run's deadline passed"
 
 
-async def _terminal(rt: Runtime, run_id: str) -> object:
+async def _terminal(rt: Runtime, run_id: str) -> Run | None:
     run = await rt.runs.get(run_id)
     return run if run.terminal else None
