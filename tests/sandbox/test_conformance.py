@@ -218,7 +218,8 @@ async def test_run_code_runs_python_and_shell(sandbox: Sandbox) -> None:
 
 
 async def test_bad_commands_are_refused_before_running(sandbox: Sandbox) -> None:
-    for bad in ("", "   ", []):
+    bad_commands: list[str | list[str]] = ["", "   ", []]
+    for bad in bad_commands:
         with pytest.raises(SandboxError, match="command"):
             await sandbox.run_command(bad)
     with pytest.raises(SandboxError, match="timeout"):
