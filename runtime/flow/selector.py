@@ -99,7 +99,9 @@ class Selector:
             "required": ["name"],
         }
         tool = ToolSpec(CHOOSE_TOOL, "Pick who handles the conversation next.", schema)
-        return ModelRequest(list(messages), system, [tool], max_tokens=200, temperature=0.0)
+        # The question comes last, so a model answers it rather than carrying on the conversation.
+        question = Chunk(kind="user", name="selector", content=f"Who should act next? One of: {', '.join(self.names)}.")
+        return ModelRequest([*messages, question], system, [tool], max_tokens=200, temperature=0.0)
 
     async def choose(self, messages: Sequence[Chunk]) -> Selection:
         """Pick the next choice for a conversation."""

@@ -16,8 +16,9 @@ order, that is still unused and whose ``when`` (if any) occurs in the last user 
 ids are ``call_<n>`` unless the reply gives an ``id``. ``usage`` defaults to a deterministic
 estimate (about four characters a token). When no reply fits the error says so and names the file.
 
-``ScriptedProvider(None)`` (no script at all) answers every request by echoing the last user
-message: the offline default, so a fresh install runs end to end without keys or network.
+``ScriptedProvider(None)`` (no script at all) answers every request by echoing the last message
+the user wrote (unnamed ``user`` chunk): the offline default, so a fresh install runs end to end
+without keys or network.
 """
 
 from __future__ import annotations
@@ -143,7 +144,9 @@ class ScriptedProvider:
 
     def _pick(self, request: ModelRequest) -> ScriptedReply:
         if self.replies is None:
-            text = request.last_user_text()
+            # Echo what the user wrote: user chunks the runtime adds (recalled memory, team notes,
+            # the selector's question) carry a name and are skipped.
+            text = next((c.content for c in reversed(request.messages) if c.kind == "user" and not c.name), "")
             return ScriptedReply(f"(scripted echo) {text}", (), None, None, True, None)
         user = request.last_user_text().lower()
         for index, reply in enumerate(self.replies):

@@ -123,3 +123,11 @@ def test_split_point_never_starts_the_tail_on_a_tool_result() -> None:
     assert split_point(chunks, 1) == (1, 6)
     assert split_point(chunks, 3) == (1, 5)
     assert json.loads(chunks[6].tool_calls[0].function.arguments) == {"command": "ls"}  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_the_question_comes_last_and_an_echo_falls_back() -> None:
+    provider = Recording(ScriptedProvider(None))
+    selection = await Selector(provider, CHOICES, default="planner").choose(ASK)
+    assert provider.requests[0].messages[-1].content == "Who should act next? One of: planner, coder, reviewer."
+    assert selection.fallback and selection.name == "planner"

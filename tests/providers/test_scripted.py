@@ -107,3 +107,14 @@ def test_unreadable_or_invalid_files_say_which_file(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(InvalidInputError, match=r"bad\.json is not valid JSON"):
         ScriptedProvider(bad)
+
+
+@pytest.mark.anyio
+async def test_echo_skips_user_chunks_the_runtime_added() -> None:
+    request = ModelRequest(
+        messages=[
+            Chunk(kind="user", content="the real question"),
+            Chunk(kind="user", name="memory", content="[UNTRUSTED MEMORY] ..."),
+        ]
+    )
+    assert (await ScriptedProvider(None).complete(request)).content == "(scripted echo) the real question"

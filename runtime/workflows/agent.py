@@ -1,0 +1,115 @@
+"""``agent``: a tool-using agent on the session's sandbox, with memory (a shipped workflow).
+
+The run's session (or a new one made from ``input.message``; a message given with a session is
+appended to it) goes to an ``Agent`` with the built-in sandbox tools on the session's placement,
+the tools of any MCP servers declared in ``config.json``, and memory recall. The provider is
+``input.provider``, else the runtime's default (``RATH_PROVIDER``; ``scripted`` offline).
+
+The whole agent loop is one non-idempotent effect: once it has finished, a resumed run replays its
+result instead of running tools again; a crash in the middle of it leaves the run for review
+rather than repeating commands that may already have changed the workspace.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+from runtime.errors import InvalidInputError
+from runtime.flow.agent import Agent, AgentResult, MemoryOptions
+from runtime.flow.tools import FlowToolCall, sandbox_tools
+from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
+from runtime.sessions.model import Session
+
+DEFAULT_SYSTEM = (
+    "You are a capable assistant working in a sandboxed workspace. Use the tools to read and write files "
+    "and run commands when that helps; then answer the user plainly and briefly."
+)
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string", "description": "the task (appended to the session when one is given)"},
+        "system": {"type": "string", "description": "system prompt (default: a general sandbox assistant)"},
+        "provider": {"type": "string", "enum": ["openai", "anthropic", "scripted", "sampling"]},
+        "max_rounds": {"type": "integer", "minimum": 1, "maximum": 50},
+        "token_budget": {"type": "integer", "minimum": 1},
+        "memory": {"type": "boolean", "description": "recall memory before the turn (default true)"},
+        "commit_memory": {"type": "boolean", "description": "commit the finished session to memory"},
+        "tools": {"type": "boolean", "description": "give the agent the sandbox and MCP tools (default true)"},
+    },
+}
+
+
+async def input_session(ctx: StepContext) -> Session:
+    """The session a run works on: the given one (plus ``input.message``), or a new one from the message."""
+    sessions = ctx.runtime.sessions
+    message = ctx.input.get("message")
+    chunks = [{"kind": "user", "content": message}] if isinstance(message, str) and message else []
+    if ctx.session_id is None:
+        if not chunks:
+            raise InvalidInputError("give the run a session_id or input.message (the task for the agent)")
+        return await sessions.create(chunks, metadata={"run_id": ctx.run_id})
+    if chunks:
+        return await sessions.get((await sessions.append(ctx.session_id, chunks)).id)
+    return await sessions.get(ctx.session_id)
+
+
+async def workspace_tools(ctx: StepContext, session: Session, stack: AsyncExitStack) -> list[FlowToolCall]:
+    """Sandbox tools on the session's placement plus the tools of configured MCP servers (kept open by ``stack``)."""
+    rt = ctx.runtime
+    tools = sandbox_tools(await rt.sandboxes.get(session.placement))
+    from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs  # the mcp client is slow to import
+
+    for spec in mcp_server_specs(rt.home):
+        server = await stack.enter_async_context(MCPToolServer(spec))
+        tools += await server.tools()
+    return tools
+
+
+def result_state(result: AgentResult) -> dict[str, Any]:
+    """An agent result as JSON for the effect ledger and the run state."""
+    return {
+        "output_session_id": result.session.id,
+        "answer": result.answer,
+        "truncated": result.truncated,
+        "rounds": result.rounds,
+        "stop": result.stop,
+        "usage": result.usage.model_dump(),
+    }
+
+
+class AgentWorkflow(Workflow):
+    """A tool-using agent on the session's sandbox, with memory recall. Give input.message (and/or a
+    session); the answer is the last assistant chunk of the output session."""
+
+    name = "agent"
+    input_schema = INPUT_SCHEMA
+
+    @step(entry=True, effects=EffectClass.NON_IDEMPOTENT)
+    async def act(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        outcome: dict[str, Any] = await ctx.effect("agent", lambda: self._run(ctx), EffectClass.NON_IDEMPOTENT)
+        ctx.set_output_session(outcome["output_session_id"])
+        return {**state, **outcome}
+
+    async def _run(self, ctx: StepContext) -> dict[str, Any]:
+        inp = ctx.input
+        session = await input_session(ctx)
+        provider = ctx.runtime.providers.get(inp.get("provider"))
+        async with AsyncExitStack() as stack:
+            tools = await workspace_tools(ctx, session, stack) if inp.get("tools", True) else []
+            agent = Agent(
+                str(inp.get("system") or DEFAULT_SYSTEM),
+                provider,
+                tools,
+                memory=MemoryOptions(commit=bool(inp.get("commit_memory", False)))
+                if inp.get("memory", True)
+                else False,
+                max_rounds=int(inp.get("max_rounds", 8)),
+                token_budget=inp.get("token_budget"),
+            )
+            result = await agent.run(ctx.runtime, session.id, progress=ctx.progress)
+        return result_state(result)
+
+
+WORKFLOWS = [AgentWorkflow]
