@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from runtime.errors import NotFoundError, RathError, RunFailure, StoreError, UsageError
 
@@ -50,6 +52,31 @@ def resource_errors() -> Iterator[None]:
         raise ResourceNotFoundError(str(exc)) from exc
     except (UsageError, RunFailure, StoreError) as exc:
         raise ResourceError(describe(exc)) from exc
+
+
+@contextmanager
+def protocol_errors() -> Iterator[None]:
+    """Turn runtime errors into JSON-RPC errors, for handlers without an error result (prompts, subscribe).
+
+    The SDK replaces any other exception from a prompt with a generic text; ``MCPError`` passes through.
+    """
+    try:
+        yield
+    except UsageError as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+    except (RunFailure, StoreError) as exc:
+        raise MCPError(INTERNAL_ERROR, describe(exc)) from exc
+
+
+def translate_prompt(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Decorator form of :func:`protocol_errors`."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with protocol_errors():
+            return await fn(*args, **kwargs)
+
+    return wrapper
 
 
 def translate_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

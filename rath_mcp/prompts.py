@@ -12,6 +12,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp_types import Completion, CompletionArgument, CompletionContext, PromptReference, ResourceTemplateReference
 
+from rath_mcp.errors import translate_prompt
 from runtime import Runtime
 
 MAX_COMPLETIONS = 100
@@ -19,6 +20,7 @@ MAX_COMPLETIONS = 100
 
 def register_prompts(server: MCPServer, rt: Runtime) -> None:
     @server.prompt(title="Delegate a task to a durable workflow")
+    @translate_prompt
     async def delegate_task(task: str, workflow: str = "agent") -> list[UserMessage]:
         """Hand a task to a rath-mcp workflow and see it through to its answer."""
         rt.workflows.get(workflow)  # an unknown name fails here, listing the known ones
@@ -31,6 +33,7 @@ def register_prompts(server: MCPServer, rt: Runtime) -> None:
         return [UserMessage(text)]
 
     @server.prompt(title="Review a durable run")
+    @translate_prompt
     async def review_run(run_id: str) -> list[UserMessage]:
         """Review what a run did so far and decide what it is waiting on."""
         run = await rt.runs.get(run_id)

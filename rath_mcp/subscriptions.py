@@ -26,6 +26,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
+from rath_mcp.errors import protocol_errors
 from runtime import NotFoundError, Runtime
 from runtime.durable.models import Run
 
@@ -120,11 +121,12 @@ class RunSubscriptions:
     # -- the watcher -------------------------------------------------------------------------
     async def _run_watcher(self, run_id: str, watch: _Watch) -> None:
         with watch.scope:
-            last_status: str | None = None
+            last: Run | None = None
             try:
                 async for run in self.rt.runs.watch(run_id):
-                    await self._publish(run, watch, status_changed=run.status != last_status)
-                    last_status = run.status
+                    if last is not None:  # the first is the state at subscription time: nothing changed yet
+                        await self._publish(run, watch, status_changed=run.status != last.status)
+                    last = run
             finally:
                 if self._watches.get(run_id) is watch:
                     del self._watches[run_id]
@@ -144,7 +146,8 @@ def install(server: MCPServer, subscriptions: RunSubscriptions) -> None:
     """Serve ``resources/subscribe``/``unsubscribe`` and observe ``subscriptions/listen`` streams."""
 
     async def on_subscribe(ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
-        await subscriptions.subscribe_session(ctx.session, str(params.uri))
+        with protocol_errors():
+            await subscriptions.subscribe_session(ctx.session, str(params.uri))
         return EmptyResult()
 
     async def on_unsubscribe(ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:

@@ -80,12 +80,15 @@ class RunWaiter:
         self.rt = rt
         self.heartbeat_s = heartbeat_s
 
-    async def settle(self, ctx: Context, run_id: str, budget_s: float) -> Run:
-        """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out."""
+    async def settle(self, ctx: Context, run_id: str, budget_s: float, progress: _Progress | None = None) -> Run:
+        """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out.
+
+        ``progress`` carries the tool call's whole budget across several settles (values keep rising).
+        """
         run = await self.rt.runs.get(run_id)
         if run.status in SETTLED or budget_s <= 0:
             return run
-        progress = _Progress(ctx, budget_s)
+        progress = progress or _Progress(ctx, budget_s)
         last = run
 
         async def heartbeat() -> None:
@@ -107,9 +110,10 @@ class RunWaiter:
     async def wait(self, ctx: Context, run_id: str, budget_s: float) -> Run | InputRequiredResult:
         """Settle, and while the run waits on a human, ask through the client when it can."""
         deadline = anyio.current_time() + budget_s
+        progress = _Progress(ctx, budget_s)
         asked = set(await self.apply_answers(ctx, run_id))
         while True:
-            run = await self.settle(ctx, run_id, deadline - anyio.current_time())
+            run = await self.settle(ctx, run_id, deadline - anyio.current_time(), progress)
             fresh = [i for i in run.pending_interrupts if i.id not in asked]
             if run.status != "waiting" or not fresh or deadline <= anyio.current_time() or not client_can_elicit(ctx):
                 return run

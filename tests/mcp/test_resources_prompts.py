@@ -1,0 +1,150 @@
+"""Run and workflow resources, run subscriptions (both eras), prompts and completions."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.subscriptions import ResourceUpdated
+from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    PromptReference,
+    ResourceTemplateReference,
+    ResourceUpdatedNotification,
+    TextContent,
+    TextResourceContents,
+)
+
+from tests.mcp.conftest import call
+
+pytestmark = pytest.mark.anyio
+
+
+async def _json(client: Client, uri: str) -> Any:
+    contents = (await client.read_resource(uri)).contents
+    assert isinstance(contents[0], TextResourceContents) and contents[0].mime_type == "application/json"
+    return json.loads(contents[0].text)
+
+
+async def test_run_resources_show_the_summary_and_the_events(client: Client) -> None:
+    run = await call(client, "run_start", workflow="echo", message="res", wait_s=10)
+    body = await _json(client, f"rath://runs/{run['run_id']}")
+    assert body["run_id"] == run["run_id"] and body["status"] == "succeeded" and body["state"]["reply"] == "res"
+    events = await _json(client, f"rath://runs/{run['run_id']}/events")
+    assert events[0]["type"] == "run.created" and [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_workflow_resources_list_and_describe_workflows(client: Client) -> None:
+    listed = {r.uri for r in (await client.list_resources()).resources}
+    assert "rath://workflows" in listed
+    names = [w["name"] for w in await _json(client, "rath://workflows")]
+    assert {"echo", "approval"} <= set(names)
+    assert (await _json(client, "rath://workflows/approval"))["name"] == "approval"
+    with pytest.raises(MCPError, match="no workflow named 'nope'"):
+        await client.read_resource("rath://workflows/nope")
+
+
+async def test_every_contract_resource_template_is_listed(client: Client) -> None:
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert templates >= {
+        "rath://sessions/{session_id}",
+        "rath://sessions/{session_id}/transcript",
+        "rath://sessions/{session_id}/lineage",
+        "rath://runs/{run_id}",
+        "rath://runs/{run_id}/events",
+        "rath://workflows/{name}",
+        "rath://memory/{memory_id}",
+    }
+
+
+async def test_a_subscribed_run_resource_is_updated_on_status_changes_legacy(server: MCPServer) -> None:
+    updates: list[str] = []
+    updated = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        nonlocal updated
+        if isinstance(message, ResourceUpdatedNotification):
+            updates.append(message.params.uri)
+            updated.set()
+
+    async with Client(server, mode="legacy", message_handler=on_message) as client:
+        assert client.server_capabilities is not None and client.server_capabilities.resources is not None
+        assert client.server_capabilities.resources.subscribe is True
+        run = await call(client, "run_start", workflow="approval", input={"draft": "d"}, wait_s=10)
+        uri = f"rath://runs/{run['run_id']}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # resources/subscribe is the handshake-era API
+            await client.subscribe_resource(uri)
+            with pytest.raises(MCPError, match="run_missing"):
+                await client.subscribe_resource("rath://runs/run_missing")
+        await call(
+            client, "interrupt_resolve", interrupt_id=run["pending_interrupts"][0]["interrupt_id"], action="approve"
+        )
+        with anyio.fail_after(10):
+            while (await _json(client, uri))["status"] != "succeeded" or uri not in updates:
+                await updated.wait()
+                updated = anyio.Event()
+        assert updates.count(uri) >= 1
+
+
+async def test_a_listened_run_resource_is_updated_on_status_changes_2026(server: MCPServer) -> None:
+    async with Client(server, mode="2026-07-28") as client:
+        run = await call(client, "run_start", workflow="approval", input={"draft": "d"}, wait_s=10)
+        uri = f"rath://runs/{run['run_id']}"
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            await call(
+                client, "interrupt_resolve", interrupt_id=run["pending_interrupts"][0]["interrupt_id"], action="approve"
+            )
+            seen = 0
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    assert isinstance(event, ResourceUpdated) and event.uri == uri
+                    seen += 1
+                    if (await _json(client, uri))["status"] == "succeeded":
+                        break
+            assert seen >= 1
+
+
+async def test_prompts_delegate_task_and_review_run_are_offered(client: Client) -> None:
+    prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+    assert {"delegate_task", "review_run"} <= set(prompts)
+    assert [a.name for a in prompts["delegate_task"].arguments or []] == ["task", "workflow"]
+    got = await client.get_prompt("delegate_task", {"task": "Write a haiku", "workflow": "echo"})
+    text = got.messages[0].content
+    assert isinstance(text, TextContent) and "delegate" in text.text and "Write a haiku" in text.text
+
+
+async def test_review_run_shows_the_run_and_what_it_waits_on(client: Client) -> None:
+    run = await call(client, "run_start", workflow="approval", input={"draft": "Review me"}, wait_s=10)
+    got = await client.get_prompt("review_run", {"run_id": run["run_id"]})
+    text = got.messages[0].content
+    assert isinstance(text, TextContent)
+    assert run["run_id"] in text.text and "interrupt.created" in text.text and "interrupt_resolve" in text.text
+    with pytest.raises(MCPError, match="run_missing"):
+        await client.get_prompt("review_run", {"run_id": "run_missing"})
+
+
+async def test_completion_offers_workflow_names_and_ids(client: Client) -> None:
+    done = await call(client, "run_start", workflow="echo", message="c", wait_s=10)
+    workflows = await client.complete(
+        PromptReference(type="ref/prompt", name="delegate_task"), {"name": "workflow", "value": "ap"}
+    )
+    assert workflows.completion.values == ["approval"]
+    runs = await client.complete(
+        ResourceTemplateReference(type="ref/resource", uri="rath://runs/{run_id}"), {"name": "run_id", "value": "run_"}
+    )
+    assert runs.completion.values == [done["run_id"]]
+    sessions = await client.complete(
+        ResourceTemplateReference(type="ref/resource", uri="rath://sessions/{session_id}"),
+        {"name": "session_id", "value": "ses_"},
+    )
+    assert done["session_id"] in sessions.completion.values
+    names = await client.complete(
+        ResourceTemplateReference(type="ref/resource", uri="rath://workflows/{name}"), {"name": "name", "value": "e"}
+    )
+    assert names.completion.values == ["echo"]
