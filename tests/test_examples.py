@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from rath_mcp.cli import build_parser
 from rath_mcp.server import build_server
 from runtime import Runtime
 
@@ -133,6 +135,15 @@ def test_readme_starts_with_the_two_newcomer_commands() -> None:
     text = README.read_text()
     first_block = text.split("```\n", 2)[1]
     assert text.startswith("# rath-mcp\n") and first_block == NEWCOMER_COMMANDS
+
+
+def test_readme_commands_are_real_cli_commands() -> None:
+    block = readme_section("Run it").split("```\n")[1]
+    parser = build_parser()
+    for line in block.splitlines():
+        argv = shlex.split(line.split("#")[0].replace("…", "0" * 24))
+        assert argv[0] == "rath-mcp", line
+        parser.parse_args(argv[1:])  # argparse exits (failing the test) on an unknown command or option
 
 
 def test_readme_python_snippets_are_example_files() -> None:
