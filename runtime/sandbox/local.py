@@ -7,8 +7,9 @@ Confinement, in layers:
   caller passes), a cwd inside the workspace, a timeout that kills the process group and capped
   output (``process``);
 - when ``bwrap`` (bubblewrap) is installed, commands also run in fresh namespaces: the system
-  directories read-only, the workspace the only writable place, a private ``/tmp``, no network,
-  no view of other processes. ``Capabilities.isolation`` says which of the two you got.
+  directories and a few ``/etc`` entries read-only (nothing else of the host: no ``/home``,
+  ``/root``, ``/var``, no other workspace), the workspace the only writable place, a private
+  ``/tmp``, no network, no view of other processes. ``Capabilities.isolation`` says which of the two you got.
 """
 
 from __future__ import annotations
@@ -38,7 +39,29 @@ from runtime.sandbox.process import run_process
 from runtime.sandbox.workspaces import copy_tree, remove_tree
 
 # Read-only system directories a sandboxed command may see (when they exist).
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Only the parts of /etc that programs need to run: the rest (pip.conf, npmrc, database configs,
+# gitconfig, ...) can hold credentials and stays hidden.
+_ETC_ENTRIES = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "localtime",
+    "timezone",
+    "ssl",
+    "ca-certificates",
+    "mime.types",
+    "os-release",
+    "debian_version",
+    "protocols",
+    "services",
+    "locale.alias",
+)
 _LANG = "C.UTF-8"
 
 
@@ -132,6 +155,10 @@ class LocalSandbox:
         for directory in _SYSTEM_DIRS:
             if os.path.isdir(directory):
                 args += ["--ro-bind", directory, directory]
+        for entry in _ETC_ENTRIES:
+            path = f"/etc/{entry}"
+            if os.path.lexists(path):
+                args += ["--ro-bind", path, path]
         prefix = sys.base_prefix
         if not any(prefix == d or prefix.startswith(d + "/") for d in _SYSTEM_DIRS):
             args += ["--ro-bind", prefix, prefix]

@@ -154,6 +154,8 @@ async def test_with_bwrap_only_the_workspace_is_writable_and_the_host_is_hidden(
     assert sandbox.capabilities.isolation == "bubblewrap" and not sandbox.capabilities.network
     result = await sandbox.run_command(
         "touch /etc/planted 2>/dev/null && echo etc-writable; "
+        "cat /etc/shadow >/dev/null 2>&1 && echo shadow-readable; "
+        "ls /var /home /root/.ssh >/dev/null 2>&1 && echo host-dirs-visible; "
         "cat ../sibling.txt 2>/dev/null && echo sibling-visible; "
         f"ls {Path.cwd()} >/dev/null 2>&1 && echo repo-visible; "
         "echo tmp > /tmp/private && cat /tmp/private; echo ok > inside.txt"
