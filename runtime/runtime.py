@@ -103,6 +103,7 @@ class Runtime:
         root = resolve_home(home)
         db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
         await db.open(ALL_MIGRATIONS)
+        body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
                 rt = cls(
@@ -119,6 +120,8 @@ class Runtime:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
                 try:
                     yield rt
+                except BaseException as exc:  # re-raised below, unwrapped by the task group
+                    body_error = exc
                 finally:
                     tg.cancel_scope.cancel()
                     with anyio.CancelScope(shield=True):  # close the model SDK clients even when cancelled
@@ -127,3 +130,5 @@ class Runtime:
                         await rt.sandboxes.aclose()
         finally:
             await db.close()
+        if body_error is not None:
+            raise body_error
