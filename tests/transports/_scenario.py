@@ -1,8 +1,9 @@
 """The key scenario, written once against a connected MCP client, whatever the transport or era.
 
 It walks the contract end to end: sessions (create, fork, append, merge, get, lineage), a durable
-``approval`` run that pauses on an interrupt and resumes when it is resolved, memory remember and
-recall, a resource read, and a bad call that must come back as a readable ``isError`` result.
+``approval`` run that pauses on an interrupt and resumes when it is resolved (watched through a
+run-resource subscription, so server-to-client notifications cross the transport), memory remember
+and recall, a resource read, and a bad call that must come back as a readable ``isError`` result.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 from mcp import Client
 from mcp_types import TextResourceContents
+
+from tests.transports._updates import Inbox, run_updates
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -54,8 +58,9 @@ async def sessions_fork_and_merge(client: Client) -> str:
     return str(merged["session_id"])
 
 
-async def approval_run_resumes_after_interrupt(client: Client, session_id: str) -> str:
-    """An ``approval`` run waits on an interrupt; approving it lets the run finish."""
+async def approval_run_resumes_after_interrupt(client: Client, session_id: str, inbox: Inbox) -> str:
+    """An ``approval`` run waits on an interrupt; approving it lets the run finish, and a subscriber
+    to ``rath://runs/{run_id}`` hears about it."""
     run = await call(client, "run_start", {"workflow": "approval", "session_id": session_id, "wait_s": 10})
     if run["status"] != "waiting":
         run = await call(client, "run_wait", {"run_id": run["run_id"], "timeout_s": 10})
@@ -64,7 +69,13 @@ async def approval_run_resumes_after_interrupt(client: Client, session_id: str) 
     assert interrupt["kind"] == "approval"
     listed = await call(client, "interrupt_list", {"run_id": run["run_id"]})
     assert [i["interrupt_id"] for i in listed["interrupts"]] == [interrupt["interrupt_id"]]
-    await call(client, "interrupt_resolve", {"interrupt_id": interrupt["interrupt_id"], "action": "approve"})
+    uri = f"rath://runs/{run['run_id']}"
+    async with run_updates(client, inbox, uri) as next_update:
+        await call(client, "interrupt_resolve", {"interrupt_id": interrupt["interrupt_id"], "action": "approve"})
+        with anyio.fail_after(10):
+            await next_update()
+            while (await read_json(client, uri))["status"] != "succeeded":
+                await next_update()
     done = await call(client, "run_wait", {"run_id": run["run_id"], "timeout_s": 10})
     assert done["status"] == "succeeded", done
     assert done["pending_interrupts"] == []
@@ -81,18 +92,23 @@ async def memory_is_recalled(client: Client) -> None:
     assert all(hit["score"] > 0 for hit in hits)
 
 
-async def run_key_scenario(client: Client) -> None:
+async def read_json(client: Client, uri: str) -> dict[str, Any]:
+    (contents,) = (await client.read_resource(uri)).contents
+    assert isinstance(contents, TextResourceContents) and contents.mime_type == "application/json"
+    value = json.loads(contents.text)
+    assert isinstance(value, dict)
+    return value
+
+
+async def run_key_scenario(client: Client, inbox: Inbox) -> None:
     """The whole scenario: every step asserts what a user would check."""
     tools = {tool.name for tool in (await client.list_tools()).tools}
     assert {"session_create", "session_fork", "session_merge", "run_start", "memory_recall"} <= tools
     session_id = await sessions_fork_and_merge(client)
-    run_id = await approval_run_resumes_after_interrupt(client, session_id)
+    run_id = await approval_run_resumes_after_interrupt(client, session_id, inbox)
     await memory_is_recalled(client)
 
-    resource = await client.read_resource(f"rath://runs/{run_id}")
-    (contents,) = resource.contents
-    assert isinstance(contents, TextResourceContents)
-    assert json.loads(contents.text)["status"] == "succeeded"
+    assert (await read_json(client, f"rath://runs/{run_id}"))["status"] == "succeeded"
 
     message = await call_error(client, "session_get", {"session_id": "ses_does_not_exist"})
     assert "ses_does_not_exist" in message, message

@@ -126,16 +126,16 @@ def client_for(
     return Client(target, mode=era, **kwargs)
 
 
-def connected(transport: Transport, era: Era, home: Path) -> AbstractAsyncContextManager[Client]:
+def connected(transport: Transport, era: Era, home: Path, **kwargs: Any) -> AbstractAsyncContextManager[Client]:
     """A connected client over ``transport``, starting (and later stopping) the server it needs."""
 
     @asynccontextmanager
     async def connect() -> AsyncIterator[Client]:
         if transport == "stdio":
-            async with client_for("stdio", era, home) as client:
+            async with client_for("stdio", era, home, **kwargs) as client:
                 yield client
             return
-        async with http_server(transport, home) as server, client_for(transport, era, home, server) as client:
+        async with http_server(transport, home) as server, client_for(transport, era, home, server, **kwargs) as client:
             yield client
 
     return connect()

@@ -13,6 +13,7 @@ import pytest
 
 from tests.transports._scenario import run_key_scenario
 from tests.transports._servers import ERAS, TRANSPORTS, Era, Transport, connected
+from tests.transports._updates import Inbox
 
 pytestmark = pytest.mark.anyio
 
@@ -22,6 +23,7 @@ EXPECTED_VERSION = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_key_scenario_over_every_transport_and_era(transport: Transport, era: Era, home: Path) -> None:
-    async with connected(transport, era, home) as client:
+    inbox = Inbox()
+    async with connected(transport, era, home, message_handler=inbox.handle) as client:
         assert client.protocol_version == EXPECTED_VERSION[era]
-        await run_key_scenario(client)
+        await run_key_scenario(client, inbox)
