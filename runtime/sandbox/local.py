@@ -162,7 +162,9 @@ class LocalSandbox:
         prefix = sys.base_prefix
         if not any(prefix == d or prefix.startswith(d + "/") for d in _SYSTEM_DIRS):
             args += ["--ro-bind", prefix, prefix]
-        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root, "--chdir", str(workdir)]
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root]
+        # bwrap's own root is a tmpfs; make it read-only too, so /tmp and the workspace are the only writable places.
+        args += ["--remount-ro", "/", "--chdir", str(workdir)]
         return [*args, "--"]
 
 
