@@ -8,7 +8,7 @@ next step. Both are used by ``durable_approval.py`` (from Python) and ``mcp_clie
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from runtime import EffectClass, StepContext, Workflow, router, step
 
@@ -19,11 +19,11 @@ class Publish(Workflow):
     name = "publish"
 
     @step(entry=True, effects=EffectClass.READ_ONLY, successors=["publish"])
-    async def draft(self, state: dict, ctx: StepContext) -> dict:
+    async def draft(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         return {**state, "draft": f"Note: {state.get('topic', 'nothing')}"}
 
     @step(effects=EffectClass.NON_IDEMPOTENT)
-    async def publish(self, state: dict, ctx: StepContext) -> dict:
+    async def publish(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         decision = await ctx.interrupt("approval", prompt=f"Publish {state['draft']!r}?")
         if decision.action != "approve":
             return {**state, "published": False}
@@ -31,24 +31,23 @@ class Publish(Workflow):
         return {**state, "published": True, "receipt": receipt}
 
 
+TICKET: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
 class Triage(Workflow):
     """Route a ticket: urgent ones are escalated, the rest are queued."""
 
     name = "triage"
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"text": {"type": "string"}},
-        "required": ["text"],
-    }
+    input_schema = TICKET
 
     @router(entry=True, successors=["escalate", "queue"])
-    async def route(self, state: dict, ctx: StepContext) -> str:
+    async def route(self, state: dict[str, Any], ctx: StepContext) -> str:
         return "escalate" if "urgent" in state["text"].lower() else "queue"
 
     @step(effects=EffectClass.NONE)
-    async def escalate(self, state: dict, ctx: StepContext) -> dict:
+    async def escalate(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         return {**state, "routed_to": "on-call"}
 
     @step(effects=EffectClass.NONE)
-    async def queue(self, state: dict, ctx: StepContext) -> dict:
+    async def queue(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         return {**state, "routed_to": "backlog"}

@@ -114,7 +114,9 @@ NEWCOMER_COMMANDS = "python3 -m venv .venv && .venv/bin/pip install -e . && .ven
 
 def readme_blocks(language: str) -> list[str]:
     """The README's fenced code blocks tagged ``language`` ('' for untagged), in order."""
-    blocks, lang, lines = [], None, []
+    blocks: list[str] = []
+    lines: list[str] = []
+    lang: str | None = None
     for line in README.read_text().splitlines(keepends=True):
         if line.startswith("```") and lang is None:
             lang, lines = line[3:].strip(), []
