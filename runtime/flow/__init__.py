@@ -1,13 +1,12 @@
 """Composition: agents with tools, the Selector, the Compressor (workflow definitions live in ``workflow.py``).
 
 This package namespace stays free of ``runtime.flow.workflow`` (the durable engine imports that
-module on its own) and loads the MCP client adapter only on first use: the mcp SDK is slow to import.
+module on its own).
 """
-
-from typing import TYPE_CHECKING, Any
 
 from runtime.flow.agent import Agent, AgentResult, MemoryOptions
 from runtime.flow.compressor import Compressor, CompressResult
+from runtime.flow.mcp_tools import MCPServerError, MCPServerSpec, MCPToolServer, mcp_server_specs
 from runtime.flow.selector import Choice, Selection, Selector
 from runtime.flow.tools import (
     FlowToolCall,
@@ -17,18 +16,6 @@ from runtime.flow.tools import (
     sandbox_tools,
 )
 
-if TYPE_CHECKING:
-    from runtime.flow.mcp_tools import MCPServerSpec, MCPToolServer, mcp_server_specs
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("MCPServerSpec", "MCPToolServer", "mcp_server_specs"):
-        from runtime.flow import mcp_tools
-
-        return getattr(mcp_tools, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "Agent",
     "AgentResult",
@@ -36,6 +23,7 @@ __all__ = [
     "CompressResult",
     "Compressor",
     "FlowToolCall",
+    "MCPServerError",
     "MCPServerSpec",
     "MCPToolServer",
     "MemoryOptions",

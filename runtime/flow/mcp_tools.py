@@ -1,10 +1,16 @@
-"""Stdio MCP servers adapted as ``FlowToolCall`` tools.
+"""Stdio MCP servers adapted as ``FlowToolCall`` tools, over a small JSON-RPC client of our own.
 
-``MCPToolServer`` starts the server process once and keeps one MCP client session to it for as long
-as the ``async with`` block lasts: every tool call goes over that one connection (no process per
-call), so a server that keeps state between calls behaves as it would under any MCP host. A result
-with ``isError`` stays an error: it becomes a typed ``execution_error`` tool result, never a
-success. Servers can be declared in ``$RATH_HOME/config.json``::
+``runtime/`` knows nothing of the MCP SDK (a layering rule ``tests/test_layers.py`` enforces), so
+this module speaks the stdio transport itself: newline-delimited JSON-RPC 2.0, the ``initialize``
+handshake, ``tools/list`` and ``tools/call``. That is all an agent needs from a tool server.
+
+``MCPToolServer`` starts the server process once and keeps one connection for as long as the
+``async with`` block lasts: every tool call goes over it (no process per call), so a server that
+keeps state between calls behaves as under any MCP host. A result with ``isError`` stays an error:
+it becomes a typed ``execution_error`` tool result, never a success. The server gets a minimal
+environment (``PATH``, ``HOME``, locale, ...) plus what its spec gives: model API keys in our
+environment are not handed to third-party tool servers. Servers can be declared in
+``$RATH_HOME/config.json``::
 
     {"mcp_servers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
                                "env": {}, "tool_prefix": "files_"}}}
@@ -13,25 +19,28 @@ success. Servers can be declared in ``$RATH_HOME/config.json``::
 from __future__ import annotations
 
 import json
+import os
 import re
-import sys
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any
 
-import mcp_types
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
+import anyio
+from anyio.abc import ByteSendStream, Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from runtime.errors import InvalidInputError
-from runtime.flow.tools import FlowToolCall, ToolExecutionError
+from runtime.flow.tools import FlowToolCall, ToolExecutionError, ToolFn
 from runtime.providers.config import read_config
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+PROTOCOL_VERSION = "2025-06-18"
+CLIENT_INFO = {"name": "rath-mcp", "version": "0.1.0"}
+SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ")
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_LISTED_PAGES = 50
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @dataclass(frozen=True)
@@ -46,88 +55,202 @@ class MCPServerSpec:
     tool_prefix: str = ""
     resource_key: str | None = None  # None: calls may run in parallel; a key serialises them
     call_timeout_s: float = 60.0
+    start_timeout_s: float = 30.0
 
 
-def _text(result: mcp_types.CallToolResult) -> str:
-    """A tool result as text: text blocks joined; other blocks described; structured content as JSON."""
+class MCPServerError(ToolExecutionError):
+    """The MCP server answered a request with a JSON-RPC error, died, or did not answer in time."""
+
+
+def result_text(result: dict[str, Any]) -> str:
+    """A ``tools/call`` result as text: text blocks joined, other blocks described, else structured content."""
     parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(f"[resource {block.uri}]")
-        elif isinstance(block, mcp_types.EmbeddedResource):
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            parts.append(text if isinstance(text, str) else f"[binary resource {resource.uri}]")
+    for block in result.get("content") or []:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "resource_link":
+            parts.append(f"[resource {block.get('uri')}]")
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            text = resource.get("text")
+            parts.append(text if isinstance(text, str) else f"[binary resource {resource.get('uri')}]")
         else:
-            parts.append(f"[{block.type} content, {getattr(block, 'mime_type', 'unknown type')}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+            parts.append(f"[{kind} content, {block.get('mimeType', 'unknown type') if kind else 'unknown'}]")
+    if not parts and result.get("structuredContent") is not None:
+        parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))
     return "\n".join(parts)
 
 
 class MCPToolServer:
-    """One long-lived client connection to a stdio MCP server; ``tools()`` lists its tools as FlowToolCalls."""
+    """One long-lived stdio connection to an MCP server; ``tools()`` lists its tools as FlowToolCalls."""
 
-    def __init__(self, spec: MCPServerSpec, *, errlog: TextIO | None = None) -> None:
+    def __init__(self, spec: MCPServerSpec) -> None:
         self.spec = spec
-        self._errlog = errlog if errlog is not None else (sys.__stderr__ or sys.stderr)
-        self._stack: AsyncExitStack | None = None
-        self._client: Client | None = None
         self.calls = 0
+        self.server_info: dict[str, Any] = {}
+        self._stack: AsyncExitStack | None = None
+        self._process: Process | None = None
+        self._stdin: ByteSendStream | None = None
+        self._write_lock = anyio.Lock()
+        self._next_id = 0
+        self._waiting: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        self._closed_reason: str | None = None
 
     def __repr__(self) -> str:
         return f"MCPToolServer(name={self.spec.name!r}, command={self.spec.command!r})"  # env may hold secrets
 
+    # -- lifecycle -------------------------------------------------------------------------------
     async def __aenter__(self) -> MCPToolServer:
-        params = StdioServerParameters(
-            command=self.spec.command, args=list(self.spec.args), env=dict(self.spec.env) or None, cwd=self.spec.cwd
-        )
+        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ} | dict(self.spec.env)
         async with AsyncExitStack() as stack:
             try:
-                self._client = await stack.enter_async_context(
-                    Client(stdio_client(params, errlog=self._errlog), read_timeout_seconds=self.spec.call_timeout_s)
+                process = await anyio.open_process(
+                    [self.spec.command, *self.spec.args], env=env, cwd=self.spec.cwd, stderr=None
                 )
-            except (OSError, MCPError) as exc:
+            except OSError as exc:
                 raise InvalidInputError(
-                    f"MCP server {self.spec.name!r} could not be started with {self.spec.command!r}: {exc}; "
-                    "check the command and its arguments"
+                    f"MCP server {self.spec.name!r} could not be started with {self.spec.command!r}: "
+                    f"{exc.strerror or exc}; check the command and its arguments"
                 ) from None
-            self._stack = stack.pop_all()
-        return self
+            stack.push_async_callback(self._stop, process)
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            self._process, self._stdin = process, process.stdin
+            assert process.stdout is not None
+            tg.start_soon(self._read, BufferedByteReceiveStream(process.stdout))
+            try:
+                await self._initialize()
+            except InvalidInputError as exc:
+                failure = exc  # raised once the process is stopped, outside the task group (no exception group)
+            else:
+                self._stack = stack.pop_all()
+                return self
+        raise failure
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        stack, self._stack, self._client = self._stack, None, None
+        # Closed without the caller's exception: it propagates as it is, never wrapped in a task group's.
+        stack, self._stack = self._stack, None
         if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
+            await stack.aclose()
 
-    def _connected(self) -> Client:
-        if self._client is None:
-            raise InvalidInputError(f"MCP server {self.spec.name!r} is not connected; use it inside 'async with'")
-        return self._client
+    async def _stop(self, process: Process) -> None:
+        """Close stdin (the stdio way to ask a server to exit), then terminate/kill if it lingers."""
+        self._closed_reason = self._closed_reason or "the connection was closed"
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            with anyio.move_on_after(2):
+                await process.wait()
+                return
+            process.terminate()
+            with anyio.move_on_after(2):
+                await process.wait()
+                return
+            process.kill()
+            await process.wait()
 
-    async def list_mcp_tools(self) -> list[mcp_types.Tool]:
-        client, cursor, tools = self._connected(), None, []
+    async def _initialize(self) -> None:
+        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        try:
+            result = await self._request("initialize", params, self.spec.start_timeout_s)
+        except MCPServerError as exc:
+            raise InvalidInputError(
+                f"MCP server {self.spec.name!r} did not complete the MCP handshake: {exc}; "
+                "check that the command starts an MCP server on stdio"
+            ) from None
+        self.server_info = dict(result.get("serverInfo") or {})
+        await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    # -- JSON-RPC ---------------------------------------------------------------------------------
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._stdin is None or self._closed_reason is not None:
+            raise MCPServerError(
+                f"MCP server {self.spec.name!r} is not connected ({self._closed_reason or 'not started'})"
+            )
+        data = (json.dumps(message, ensure_ascii=False) + "\n").encode()
+        async with self._write_lock:
+            try:
+                await self._stdin.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                raise MCPServerError(f"MCP server {self.spec.name!r} stopped reading its input") from None
+
+    async def _request(self, method: str, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        self._next_id += 1
+        request_id, done = self._next_id, anyio.Event()
+        slot: list[dict[str, Any]] = []
+        self._waiting[request_id] = (done, slot)
+        try:
+            await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            with anyio.move_on_after(timeout_s):
+                await done.wait()
+            if not slot:
+                raise MCPServerError(f"MCP server {self.spec.name!r} did not answer {method} within {timeout_s:g}s")
+        finally:
+            self._waiting.pop(request_id, None)
+        reply = slot[0]
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {"message": str(reply["error"])}
+            raise MCPServerError(f"{method} failed on MCP server {self.spec.name!r}: {error.get('message', error)}")
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def _read(self, stdout: BufferedByteReceiveStream) -> None:
+        """Route the server's messages: answers to their waiters, its own requests refused politely."""
+        try:
+            while True:
+                line = await stdout.receive_until(b"\n", MAX_MESSAGE_BYTES)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue  # a stray non-JSON line (a badly behaved server's log): not a protocol message
+                if isinstance(message, dict):
+                    await self._dispatch(message)
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        except anyio.DelimiterNotFound:
+            self._closed_reason = f"it sent a message over {MAX_MESSAGE_BYTES} bytes"
+        self._closed_reason = self._closed_reason or "the server process exited"
+        for done, slot in list(self._waiting.values()):
+            slot.append({"error": {"message": f"no answer: {self._closed_reason}"}})
+            done.set()
+
+    async def _dispatch(self, message: dict[str, Any]) -> None:
+        if "method" in message:
+            if "id" in message:  # a request from the server (ping, roots, sampling): we offer none but ping
+                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+                if message["method"] == "ping":
+                    reply["result"] = {}
+                else:
+                    reply["error"] = {"code": -32601, "message": f"{message['method']} is not supported by this client"}
+                await self._send(reply)
+            return  # notifications (logging, progress, list changes) need no answer
+        waiter = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
+        if waiter is not None:
+            waiter[1].append(message)
+            waiter[0].set()
+
+    # -- tools --------------------------------------------------------------------------------------
+    async def list_mcp_tools(self) -> list[dict[str, Any]]:
+        """The server's tool definitions (every page)."""
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
         for _ in range(MAX_LISTED_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
+            page = await self._request("tools/list", {"cursor": cursor} if cursor else {}, self.spec.call_timeout_s)
+            tools.extend(t for t in page.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str))
+            cursor = page.get("nextCursor")
+            if not cursor:
                 break
         return tools
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
-        """Call ``tool`` over the open session; an ``isError`` result raises ``ToolExecutionError``."""
+        """Call ``tool`` over the open connection; an ``isError`` result raises ``ToolExecutionError``."""
         self.calls += 1
-        try:
-            result = await self._connected().call_tool(tool, arguments)
-        except MCPError as exc:
-            raise ToolExecutionError(f"MCP server {self.spec.name!r} refused {tool}: {exc}") from None
-        text = _text(result)
-        if result.is_error:
+        result = await self._request("tools/call", {"name": tool, "arguments": arguments}, self.spec.call_timeout_s)
+        text = result_text(result)
+        if result.get("isError"):
             raise ToolExecutionError(text or f"{tool} failed on MCP server {self.spec.name!r}")
         return text
 
@@ -135,20 +258,20 @@ class MCPToolServer:
         """The server's tools as ``FlowToolCall``s (names made model-safe and prefixed as configured)."""
         out = []
         for tool in await self.list_mcp_tools():
-            schema = dict(tool.input_schema) or {"type": "object"}
+            schema = dict(tool.get("inputSchema") or {})
             schema.setdefault("type", "object")
             out.append(
                 FlowToolCall(
-                    name=_UNSAFE.sub("_", self.spec.tool_prefix + tool.name)[:64],
-                    description=tool.description or tool.title or tool.name,
+                    name=_UNSAFE.sub("_", self.spec.tool_prefix + tool["name"])[:64],
+                    description=str(tool.get("description") or tool.get("title") or tool["name"]),
                     parameters=schema,
-                    fn=self._caller(tool.name),
+                    fn=self._caller(tool["name"]),
                     resource_key=self.spec.resource_key,
                 )
             )
         return out
 
-    def _caller(self, tool: str) -> Any:
+    def _caller(self, tool: str) -> ToolFn:
         async def call(**arguments: Any) -> str:
             return await self.call(tool, arguments)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from runtime.errors import InvalidInputError
 from runtime.flow.agent import Agent, AgentResult, MemoryOptions
+from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs
 from runtime.flow.tools import FlowToolCall, sandbox_tools
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
 from runtime.sessions.model import Session
@@ -59,8 +60,6 @@ async def workspace_tools(ctx: StepContext, session: Session, stack: AsyncExitSt
     """Sandbox tools on the session's placement plus the tools of configured MCP servers (kept open by ``stack``)."""
     rt = ctx.runtime
     tools = sandbox_tools(await rt.sandboxes.get(session.placement))
-    from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs  # the mcp client is slow to import
-
     for spec in mcp_server_specs(rt.home):
         server = await stack.enter_async_context(MCPToolServer(spec))
         tools += await server.tools()

@@ -1,4 +1,5 @@
-"""A tiny stdio MCP server for the mcp_tools tests: arithmetic, a failing tool, its own pid, a gate.
+"""A tiny stdio MCP server (built on the MCP SDK) for the mcp_tools tests: arithmetic, a failing tool,
+its own pid, state, environment, a crash.
 
 Run as ``python tests/fakes/mcp_stdio_server.py``. Nothing is printed to stdout but the protocol.
 """
@@ -37,6 +38,18 @@ def remember(note: str) -> dict[str, object]:
     """Keep a note in this process and return all notes so far (state lives as long as the process)."""
     _notes.append(note)
     return {"notes": list(_notes)}
+
+
+@server.tool()
+def getenv(name: str) -> str:
+    """The value of an environment variable in the server process ("" when unset)."""
+    return os.environ.get(name, "")
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server process at once, as a crashing server would."""
+    os._exit(3)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ import json
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from runtime import Runtime
 from runtime.errors import InvalidInputError
 from runtime.flow.agent import Agent
-from runtime.flow.mcp_tools import MCPServerSpec, MCPToolServer, mcp_server_specs
+from runtime.flow.mcp_tools import MCPServerError, MCPServerSpec, MCPToolServer, mcp_server_specs
 from runtime.flow.tools import ToolExecutionError
 from runtime.providers import ScriptedProvider
 
@@ -26,7 +27,7 @@ def spec(**overrides: object) -> MCPServerSpec:
 async def test_tools_are_listed_with_their_schemas_and_all_calls_share_one_process() -> None:
     async with MCPToolServer(spec(tool_prefix="fake_")) as server:
         tools = {t.name: t for t in await server.tools()}
-        assert sorted(tools) == ["fake_add", "fake_fail", "fake_remember", "fake_whoami"]
+        assert sorted(tools) == ["fake_add", "fake_crash", "fake_fail", "fake_getenv", "fake_remember", "fake_whoami"]
         assert tools["fake_add"].parameters["required"] == ["a", "b"]
         assert tools["fake_add"].description == "Add two integers."
         assert await tools["fake_add"].fn(a=2, b=40) == "42"
@@ -45,6 +46,13 @@ async def test_an_is_error_result_raises_and_never_reads_as_success() -> None:
             await server.call("fail", {"reason": "not today"})
         with pytest.raises(ToolExecutionError, match="Unknown tool: missing"):
             await server.call("missing", {})
+
+
+@pytest.mark.anyio
+async def test_an_error_in_the_block_propagates_unwrapped() -> None:
+    with pytest.raises(LookupError, match="from the caller"):
+        async with MCPToolServer(spec()):
+            raise LookupError("from the caller")
 
 
 @pytest.mark.anyio
@@ -74,6 +82,29 @@ async def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> No
     with pytest.raises(InvalidInputError, match="MCP server 'ghost' could not be started"):
         async with MCPToolServer(missing):
             pass
+    quits = MCPServerSpec(name="quits", command="sh", args=("-c", "exit 3"))
+    with pytest.raises(InvalidInputError, match="'quits' did not complete the MCP handshake"):
+        async with MCPToolServer(quits):
+            pass
+
+
+@pytest.mark.anyio
+async def test_a_crashed_server_gives_clear_errors_not_hangs() -> None:
+    async with MCPToolServer(spec()) as server:
+        with anyio.fail_after(10), pytest.raises(MCPServerError, match="no answer: the server process exited"):
+            await server.call("crash", {})
+        with pytest.raises(MCPServerError, match="is not connected"):
+            await server.call("add", {"a": 1, "b": 2})
+
+
+@pytest.mark.anyio
+async def test_our_secrets_are_not_passed_to_tool_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    async with MCPToolServer(spec(env={"GREETING": "hej"})) as server:
+        assert await server.call("getenv", {"name": "OPENAI_API_KEY"}) == ""
+        assert await server.call("getenv", {"name": "GREETING"}) == "hej"
+        assert await server.call("getenv", {"name": "PATH"}) != ""
+        assert server.server_info["name"] == "fake-tools"
 
 
 def test_servers_are_declared_in_config_json(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
 
 from runtime import Runtime
 from runtime.providers import ScriptedProvider
+from tests.flow.test_mcp_tools import SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -56,6 +58,17 @@ async def test_agent_workflow_runs_offline_with_nothing_configured(
 async def test_agent_workflow_without_a_task_fails_clearly(rt: Runtime) -> None:
     run = await rt.runs.wait((await rt.runs.start("agent")).id, 20)
     assert run.status == "failed" and "give the run a session_id or input.message" in (run.error or "")
+
+
+async def test_agent_workflow_gets_the_tools_of_mcp_servers_in_config_json(rt: Runtime) -> None:
+    config = {"mcp_servers": {"calc": {"command": sys.executable, "args": [SERVER], "tool_prefix": "calc_"}}}
+    (rt.home / "config.json").write_text(json.dumps(config))
+    script = [{"tool_calls": [{"name": "calc_add", "arguments": {"a": 20, "b": 22}}]}, {"content": "It is 42."}]
+    rt.providers.register("default", ScriptedProvider(script))
+    run = await rt.runs.wait((await rt.runs.start("agent", input={"message": "20 + 22?"})).id, 30)
+    assert run.status == "succeeded", run.error
+    out = await rt.sessions.get(run.output_session_id or "")
+    assert [(c.name, c.content) for c in out.chunks if c.kind == "tool_result"] == [("calc_add", "42")]
 
 
 async def test_team_members_take_turns_chosen_by_the_selector(rt: Runtime) -> None:
