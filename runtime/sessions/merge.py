@@ -20,33 +20,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from runtime.sessions.model import Usage
-from runtime.sessions.store import StoredChunk
 
 
-def shared_prefix(branches: Sequence[Sequence[StoredChunk]]) -> int:
+def shared_prefix(branches: Sequence[Sequence[str]]) -> int:
     """Length of the longest prefix every branch shares, by chunk identity."""
     n = min(len(b) for b in branches)
     for i in range(n):
-        uid = branches[0][i].uid
-        if any(b[i].uid != uid for b in branches[1:]):
+        uid = branches[0][i]
+        if any(b[i] != uid for b in branches[1:]):
             return i
     return n
 
 
-def merged_tail(branches: Sequence[Sequence[StoredChunk]]) -> tuple[int, list[StoredChunk]]:
-    """The shared prefix length and the chunks to put after the first branch, in order.
+def merged_tail(branches: Sequence[Sequence[str]]) -> tuple[int, list[tuple[int, int]]]:
+    """From each branch's chunk uids: the shared prefix length, and ``(branch, position)`` of each
+    chunk to put after the first branch, in order.
 
     A chunk is skipped when an *earlier* branch already holds it; repeats inside one branch
     (possible after a ``concat`` merge) are kept, since they are that branch's own content.
     """
     prefix = shared_prefix(branches)
-    held = {sc.uid for sc in branches[0]}
-    tail: list[StoredChunk] = []
-    for branch in branches[1:]:
-        own = [sc for sc in branch[prefix:] if sc.uid not in held]
-        tail.extend(own)
-        held.update(sc.uid for sc in own)
-    return prefix, tail
+    held = set(branches[0])
+    picks: list[tuple[int, int]] = []
+    for k, branch in enumerate(branches[1:], start=1):
+        own = [i for i in range(prefix, len(branch)) if branch[i] not in held]
+        picks.extend((k, i) for i in own)
+        held.update(branch[i] for i in own)
+    return prefix, picks
 
 
 def total_usage(own_usages: Iterable[Usage]) -> Usage:

@@ -80,7 +80,7 @@ class SessionService:
         """The whole session, chunks included."""
         info = await self.store.info(session_id)
         stored = await self.store.chunks(session_id)
-        return Session(**info.model_dump(), chunks=tuple(sc.chunk for sc in stored))
+        return Session(**dict(info), chunks=tuple(sc.chunk for sc in stored))
 
     async def info(self, session_id: str) -> SessionInfo:
         """The session without its chunks (cheap at any length)."""
@@ -252,17 +252,17 @@ class SessionService:
         if strategy not in ("append", "concat"):
             raise InvalidInputError(f"unknown merge strategy {strategy!r}; use 'append' or 'concat'")
         infos = [await self.store.info(i) for i in ids]
-        branches = [await self.store.chunks(i) for i in ids]
         metadata: dict[str, Any] = {}
         for info in infos:
             metadata.update(info.metadata)
         shared = total_usage((await self.store.ancestry(ids)).values())  # each ancestor once
         if strategy == "concat":
             usage = sum((i.usage for i in infos), Usage())
-            prefix_len, rest = 0, [sc for branch in branches[1:] for sc in branch]
+            prefix_len, rest = 0, [sc for i in ids[1:] for sc in await self.store.chunks(i)]
         else:
             usage = shared
-            prefix_len, rest = merged_tail(branches)
+            prefix_len, picks = merged_tail([await self.store.uids(i) for i in ids])
+            rest = await self._picked(ids, picks)
         # The first branch's chunks are shared as they are; the others' new chunks are copied
         # after them, keeping their uid so later merges still recognise them.
         (info,) = await self.store.insert(
@@ -280,6 +280,16 @@ class SessionService:
             ]
         )
         return info
+
+    async def _picked(self, ids: list[str], picks: list[tuple[int, int]]) -> list[StoredChunk]:
+        """The chunks at ``(branch, position)``, in order; each branch read only over the span it gives."""
+        out: list[StoredChunk] = []
+        for k in dict.fromkeys(k for k, _ in picks):
+            positions = [i for b, i in picks if b == k]
+            lo = positions[0]
+            span = await self.store.chunks(ids[k], lo, positions[-1] - lo + 1)
+            out.extend(span[i - lo] for i in positions)
+        return out
 
     # -- lineage -----------------------------------------------------------------------------
     async def lineage(self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True) -> LineageGraph:

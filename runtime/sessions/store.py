@@ -61,6 +61,7 @@ class SessionStore(Protocol):
     async def info(self, session_id: str) -> SessionInfo: ...
     async def exists(self, session_ids: list[str]) -> set[str]: ...
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
+    async def uids(self, session_id: str) -> list[str]: ...
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]: ...
     async def lineage(
         self, session_id: str, depth: int, *, up: bool, down: bool
@@ -91,15 +92,9 @@ def _info(row: sqlite3.Row) -> SessionInfo:
 
 
 def _chunk_row(row: sqlite3.Row) -> StoredChunk:
-    tool_calls = json.loads(row["tool_calls"]) if row["tool_calls"] is not None else None
-    chunk = Chunk(
-        kind=row["kind"],
-        content=row["content"],
-        tool_calls=tool_calls,
-        tool_call_id=row["tool_call_id"],
-        name=row["name"],
-    )
-    return StoredChunk(row["uid"], chunk)
+    uid, kind, content, tool_calls, tool_call_id, name = row
+    calls = json.loads(tool_calls) if tool_calls is not None else None
+    return StoredChunk(uid, Chunk(kind=kind, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name))
 
 
 class SQLiteSessionStore:
@@ -276,20 +271,8 @@ class SQLiteSessionStore:
         return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
 
     def _chunks(self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None) -> list[StoredChunk]:
-        row = self._row(conn, session_id, "segment_id, length")
-        start_at, stop_at = offset, row["length"] if limit is None else min(row["length"], offset + limit)
-        ranges: list[tuple[str, int, int]] = []
-        segment, end = row["segment_id"], row["length"]
-        while segment is not None:
-            seg = conn.execute("SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)).fetchone()
-            begin = seg["parent_length"] if seg["parent_id"] is not None else 0
-            ranges.append((segment, begin, end))
-            segment, end = seg["parent_id"], seg["parent_length"]
         out: list[StoredChunk] = []
-        for segment, begin, end in reversed(ranges):
-            lo, hi = max(begin, start_at), min(end, stop_at)
-            if lo >= hi:
-                continue
+        for segment, lo, hi in self._ranges(conn, session_id, offset, limit):
             rows = conn.execute(
                 "SELECT uid, kind, content, tool_calls, tool_call_id, name FROM chunks"
                 " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
@@ -297,6 +280,37 @@ class SQLiteSessionStore:
             )
             out.extend(_chunk_row(r) for r in rows)
         return out
+
+    async def uids(self, session_id: str) -> list[str]:
+        """The identities of a session's chunks, in order (what merge compares; no content read)."""
+
+        def read(conn: sqlite3.Connection) -> list[str]:
+            out: list[str] = []
+            for segment, lo, hi in self._ranges(conn, session_id, 0, None):
+                rows = conn.execute(
+                    "SELECT uid FROM chunks WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+                    (segment, lo, hi),
+                )
+                out.extend(r[0] for r in rows)
+            return out
+
+        return await self.db.read(read)
+
+    def _ranges(
+        self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None
+    ) -> list[tuple[str, int, int]]:
+        """``(segment, lo, hi)`` index ranges holding chunks ``[offset, offset+limit)`` of a session, in order."""
+        row = self._row(conn, session_id, "segment_id, length")
+        start_at, stop_at = offset, row["length"] if limit is None else min(row["length"], offset + limit)
+        chain: list[tuple[str, int, int]] = []
+        segment, end = row["segment_id"], row["length"]
+        while segment is not None:
+            seg = conn.execute("SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)).fetchone()
+            begin = seg["parent_length"] if seg["parent_id"] is not None else 0
+            chain.append((segment, begin, end))
+            segment, end = seg["parent_id"], seg["parent_length"]
+        ranges = [(seg_id, max(b, start_at), min(e, stop_at)) for seg_id, b, e in reversed(chain)]
+        return [r for r in ranges if r[1] < r[2]]
 
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         def read(conn: sqlite3.Connection) -> list[SessionInfo]:
