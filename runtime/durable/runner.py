@@ -105,7 +105,11 @@ class Runner:
                 return await self._end("cancelled", f"cancelled: {self.lease.cancel_reason or 'by request'}")
             if self.deadline is not None and now() >= self.deadline:
                 return await self._end("timed_out", "the run's deadline passed")
-            spec = self.plan.steps[self.step]
+            spec = self.plan.steps.get(self.step)
+            if spec is None:
+                known = sorted(self.plan.steps)
+                message = f"step {self.step!r} is not in workflow {self.plan.name!r} any more (steps: {known})"
+                return await self._end("failed", message + "; the definition changed under a running run")
             ctx = self._context(spec)
             out = await self._execute(spec, ctx)
             if out.kind == "ok":

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from runtime.runtime import Runtime
 
 POLL_S = 0.25
+CANCEL_GRACE_S = 5.0
 STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review")
 
 
@@ -67,9 +68,12 @@ class RunService:
         for worker in self.workers:
             worker.wake()
 
-    async def _changed(self, run_id: str, timeout: float) -> None:
-        """Return when a local change to the run is signalled, or after ``timeout`` (for remote changes)."""
-        event = self._waiters.setdefault(run_id, anyio.Event())
+    def _signal(self, run_id: str) -> anyio.Event:
+        """The event the next local change to this run sets (take it *before* reading the run)."""
+        return self._waiters.setdefault(run_id, anyio.Event())
+
+    async def _changed(self, event: anyio.Event, timeout: float) -> None:
+        """Return when ``event`` is set by a local change, or after ``timeout`` (to notice other processes)."""
         with anyio.move_on_after(max(0.0, timeout)):
             await event.wait()
 
@@ -136,11 +140,12 @@ class RunService:
         """Return when the run is terminal, waiting on a human, needs review, or ``timeout_s`` passed."""
         deadline = anyio.current_time() + max(0.0, timeout_s)
         while True:
+            signal = self._signal(run_id)
             run = await self.get(run_id)
             left = deadline - anyio.current_time()
             if run.status in SETTLED or left <= 0:
                 return run
-            await self._changed(run_id, min(POLL_S, left))
+            await self._changed(signal, min(POLL_S, left))
 
     def watch(self, run_id: str) -> RunWatch:
         """``async with rt.runs.watch(id) as changes: async for run in changes: ...`` (or iterate directly).
@@ -245,12 +250,13 @@ class RunService:
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
         self.notify(run_id)
-        deadline = anyio.current_time() + max(2.0, self.lease_s)
+        deadline = anyio.current_time() + CANCEL_GRACE_S
         while True:
+            signal = self._signal(run_id)
             run = await self.get(run_id)
             if run.status != "running" or anyio.current_time() >= deadline:
                 return run
-            await self._changed(run_id, min(POLL_S, deadline - anyio.current_time()))
+            await self._changed(signal, min(POLL_S, deadline - anyio.current_time()))
 
     async def resolve_interrupt(
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"
@@ -293,13 +299,14 @@ class RunWatch:
 
     async def __anext__(self) -> Run:
         while not self._done:
+            signal = self.service._signal(self.run_id)
             run = await self.service.get(self.run_id)
             key = (run.status, run.step, run.last_seq)
             if key != self._last:
                 self._last = key
                 self._done = run.status in TERMINAL
                 return run
-            await self.service._changed(self.run_id, POLL_S)
+            await self.service._changed(signal, POLL_S)
         raise StopAsyncIteration
 
 

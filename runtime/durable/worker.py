@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
+CANCEL_POLL_S = 0.25
 
 
 class Worker:
@@ -130,9 +131,16 @@ class Worker:
 
     # -- leases ------------------------------------------------------------------------------
     async def _renew_loop(self) -> None:
+        """Renew every ``lease_s / 3``; in between, look for cancels asked by other processes (a cheap read)."""
+        renew_at = anyio.current_time() + self.lease_s / 3
         while True:
-            await anyio.sleep(self.lease_s / 3)
+            await anyio.sleep(max(0.0, min(CANCEL_POLL_S, renew_at - anyio.current_time())))
             held = [(lease.run_id, lease.token) for lease in self.leases.values()]
+            if anyio.current_time() < renew_at:
+                if held:
+                    await self._poll_cancels(held)
+                continue
+            renew_at = anyio.current_time() + self.lease_s / 3
             if not held:
                 continue
             with anyio.CancelScope(shield=True):
@@ -145,6 +153,19 @@ class Worker:
                     lease.lose()
                 elif alive[run_id] and not lease.cancelled:
                     lease.cancel(alive[run_id])
+
+    async def _poll_cancels(self, held: list[tuple[str, int]]) -> None:
+        ids = [run_id for run_id, _ in held]
+        marks = ", ".join("?" for _ in ids)
+        rows = await self.rt.db.read(
+            lambda c: c.execute(
+                f"SELECT id, cancel_reason FROM runs WHERE cancel_requested = 1 AND id IN ({marks})", ids
+            ).fetchall()
+        )
+        for row in rows:
+            lease = self.leases.get(row["id"])
+            if lease is not None and not lease.cancelled:
+                lease.cancel(row["cancel_reason"])
 
     async def _reap_loop(self) -> None:
         while True:

@@ -135,3 +135,16 @@ async def _progressed(rt: Runtime, run_id: str) -> bool:
 
 async def _has_line(log: str, line: str) -> bool:
     return line in lines(log)
+
+
+async def test_cancel_reaches_a_sync_step_running_in_another_process(home: Path) -> None:
+    async with Runtime.open(home, workers=0) as rt:
+        rt.workflows.load(FLOWS)
+        run = await rt.runs.start("sleepy", input={"sleep_s": 60})
+        with process("worker", str(home), "30") as worker:
+            assert await readline(worker) == "ready"
+            await eventually(lambda: _progressed(rt, run.id))
+            with anyio.fail_after(5):
+                cancelled = await rt.runs.cancel(run.id, reason="from elsewhere")
+            assert worker.poll() is None  # the worker process lives on; only the step was stopped
+        assert cancelled.status == "cancelled" and cancelled.error == "cancelled: from elsewhere"

@@ -1,0 +1,139 @@
+"""Durable step throughput: ours vs OpenRath 2.0.0 vs a bare sqlite3 loop (one command).
+
+    .venv/bin/python bench/durable.py [--runs 1000] [--workers 64]
+
+A 10-step no-op workflow, ``--runs`` runs, ``synchronous=FULL`` everywhere; reports committed
+steps per second. Runs are submitted first and not timed (as in the OpenRath peer script); the
+timer covers claiming and executing every step. The bare loop does the same commits per step
+(run row update, three events, a checkpoint) one transaction at a time, with no asyncio and no
+runtime: the physical limit of one writer on this disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._peer import PEERS, run_peer  # noqa: E402
+from runtime import EffectClass, Runtime, StepContext, Workflow, step  # noqa: E402
+
+STEPS = 10
+
+
+class TenSteps(Workflow):
+    """Ten no-op steps in a line."""
+
+
+def _noop(i: int) -> Any:
+    async def noop(self: Workflow, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return {**state, "i": i}
+
+    noop.__name__ = f"s{i}"
+    successors = [f"s{i + 1}"] if i + 1 < STEPS else []
+    return step(entry=i == 0, successors=successors, effects=EffectClass.READ_ONLY)(noop)
+
+
+for _i in range(STEPS):
+    setattr(TenSteps, f"s{_i}", _noop(_i))
+
+
+async def ours(runs: int, workers: int) -> float:
+    """Committed steps per second of our runtime (SQLite store, synchronous=FULL)."""
+    with tempfile.TemporaryDirectory() as home:
+        async with Runtime.open(home, workers=0) as rt:
+            rt.workflows.register(TenSteps)
+            async with anyio.create_task_group() as tg:
+                for _ in range(runs):
+                    tg.start_soon(lambda: rt.runs.start("ten_steps"))
+        async with Runtime.open(home, workers=workers, synchronous="FULL") as rt:
+            rt.workflows.register(TenSteps)
+            start = time.perf_counter()
+            rt.runs._wake_workers()
+            while True:
+                done = await rt.db.read(_count_succeeded)
+                if done == runs:
+                    break
+                await anyio.sleep(0.01)
+            elapsed = time.perf_counter() - start
+            bad = await rt.db.read(lambda c: c.execute("SELECT COUNT(*) FROM runs WHERE status != 'succeeded'").fetchone())
+            assert bad[0] == 0
+    return runs * STEPS / elapsed
+
+
+def _count_succeeded(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'succeeded'").fetchone()[0])
+
+
+def bare(runs: int) -> float:
+    """The same commits per step from a plain sqlite3 loop: one transaction per step, no runtime."""
+    with tempfile.TemporaryDirectory() as d:
+        conn = sqlite3.connect(Path(d) / "bare.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, step TEXT, state TEXT, seq INTEGER, updated REAL)")
+        conn.execute("CREATE TABLE events (run INTEGER, seq INTEGER, type TEXT, data TEXT, PRIMARY KEY (run, seq))")
+        conn.execute("CREATE TABLE checkpoints (run INTEGER, seq INTEGER, state TEXT, PRIMARY KEY (run, seq))")
+        conn.executemany("INSERT INTO runs VALUES (?, 's0', '{}', 0, 0)", [(i,) for i in range(runs)])
+        start = time.perf_counter()
+        for run in range(runs):
+            for i in range(STEPS):
+                state = json.dumps({"i": i})
+                conn.execute("BEGIN IMMEDIATE")
+                (seq,) = conn.execute(
+                    "UPDATE runs SET step = ?, state = ?, seq = seq + 3, updated = ? WHERE id = ? RETURNING seq",
+                    (f"s{i + 1}", state, time.time(), run),
+                ).fetchone()
+                conn.executemany(
+                    "INSERT INTO events VALUES (?, ?, ?, ?)",
+                    [(run, seq - 2 + k, kind, "{}") for k, kind in enumerate(("completed", "checkpoint", "started"))],
+                )
+                conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (run, seq - 1, state))
+                conn.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+        conn.close()
+    return runs * STEPS / elapsed
+
+
+def openrath(runs: int) -> float:
+    """OpenRath 2.0.0 (LocalRuntime + SQLiteRunStore) in its own venv, measured by the shared peer script."""
+    out = run_peer((PEERS / "openrath_durable.py").read_text(), str(runs))
+    match = re.search(r"steps/s (\d+(?:\.\d+)?)", out)
+    if match is None:
+        raise SystemExit(f"unexpected peer output: {out!r}")
+    return float(match.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=64, help="runs driven at once by our runtime")
+    args = parser.parse_args()
+    print(f"durable steps: {args.runs} runs x {STEPS} no-op steps, synchronous=FULL", flush=True)
+    theirs = openrath(args.runs)
+    limit = bare(args.runs)
+    mine = anyio.run(ours, args.runs, args.workers)
+    rows = [
+        ("rath-mcp runtime", mine),
+        ("OpenRath 2.0.0 LocalRuntime", theirs),
+        ("bare sqlite3 loop", limit),
+    ]
+    print(f"{'system':<30} {'steps/s':>10} {'vs OpenRath':>12} {'vs bare':>9}")
+    for name, value in rows:
+        print(f"{name:<30} {value:>10.0f} {value / theirs:>11.2f}x {value / limit:>8.0%}")
+    print(f"targets: >= 3x OpenRath ({'met' if mine >= 3 * theirs else 'NOT met'}), ", end="")
+    print(f">= 50% of the bare loop ({'met' if mine >= 0.5 * limit else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
