@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import anyio
 
 from rath_mcp import shell
-from rath_mcp.transports import note, serve
-from runtime import RathError, Runtime, resolve_home
+from rath_mcp.shell import note
+from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.runtime import DB_FILE
 from runtime.store.schema import ALL_MIGRATIONS
 from runtime.store.sqlite import SQLiteDatabase, pending_migrations
@@ -38,8 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address for http/sse (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port for http/sse (0 picks a free one)")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
-    p.add_argument("--sandbox", choices=["local", "opensandbox"], default=None, help="default sandbox backend")
-    p.add_argument("--workers", type=int, default=1, help="in-process durable workers (default 1)")
+    p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
+    p.add_argument("--workers", type=int, default=4, help="runs this process drives at once (0: none here)")
     _home_arg(p)
 
     sub.add_parser("demo", help="a guided offline tour of the server through a real MCP client")
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     _home_arg(p)
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
-    p.add_argument("--workers", type=int, default=1, help="concurrent runs (default 1)")
+    p.add_argument("--workers", type=int, default=4, help="runs driven at once (default 4)")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     _home_arg(p)
 
@@ -75,7 +75,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if command == "serve":
         return await _serve(args)
     if command == "demo":
-        from rath_mcp.demo import run_demo
+        from rath_mcp.demo import run_demo  # the MCP SDK is imported only by the commands that speak MCP
 
         return await run_demo()
     if command == "migrate":
@@ -86,10 +86,12 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    async with Runtime.open(resolve_home(args.home)) as rt:
-        await shell.load_workflows(rt, args.workflows)
-        from rath_mcp.server import build_server
+    from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
+    from rath_mcp.transports import serve
 
+    home = resolve_home(args.home)
+    async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox) as rt:
+        await shell.load_workflows(rt, args.workflows)
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
     return 0
 
@@ -113,7 +115,9 @@ async def _migrate(args: argparse.Namespace) -> int:
 
 async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
-    async with Runtime.open(home) as rt:
+    if args.workers < 1:
+        raise InvalidInputError("--workers must be at least 1 for a worker process")
+    async with Runtime.open(home, workers=args.workers) as rt:
         await shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
         await shell.wait_for_stop_signal()

@@ -18,6 +18,7 @@ from rath_mcp.server import build_server
 from runtime import Runtime
 
 Say = Callable[[str], None]
+PLAN = "Picnic plan: sandwiches and fruit at Riverside Park, Saturday noon."
 
 
 class TourError(RuntimeError):
@@ -72,6 +73,39 @@ async def tour_sessions(t: Tour) -> str:
     return str(merged["session_id"])
 
 
+async def tour_durable_run(t: Tour, session_id: str) -> None:
+    """An approval run parks on an interrupt; a human's decision resumes it."""
+    t.heading("A durable run that waits for a human (workflow `approval`)")
+    run = await t.call("run_start", workflow="approval", session_id=session_id, input={"draft": PLAN}, wait_s=10)
+    t.say(f"   ← {run['run_id']} is {run['status']} at step {run['step']}")
+    interrupt = run["pending_interrupts"][0]
+    t.say(f"     interrupt {interrupt['interrupt_id']} ({interrupt['kind']}): {interrupt['prompt'].splitlines()[0]}")
+    t.say("     (the run is in the store now: a server restart here would lose nothing)")
+
+    t.heading("The human approves; the run resumes and finishes")
+    await t.call("interrupt_resolve", interrupt_id=interrupt["interrupt_id"], action="approve", reason="fine by me")
+    done = await t.call("run_wait", run_id=run["run_id"], timeout_s=10)
+    t.say(f"   ← {done['run_id']} {done['status']}; output session {done['output_session_id']}")
+    events = await t.call("run_events", run_id=run["run_id"])
+    types = [e["type"] for e in events["events"]]
+    t.say(f"     {len(types)} events, in order: {types[0]} … {', '.join(dict.fromkeys(types[1:-1]))} … {types[-1]}")
+    if done["status"] != "succeeded":
+        raise TourError(f"the approval run ended {done['status']}: {done['error']}")
+
+
+async def tour_memory(t: Tour, session_id: str) -> None:
+    t.heading("Memory: remember facts, recall them by BM25")
+    await t.call("memory_remember", content="The picnic is at Riverside Park on Saturday.", tags=["picnic"])
+    await t.call("memory_remember", content="Bring an umbrella if rain is forecast.", tags=["weather"])
+    committed = await t.call("memory_commit", session_id=session_id)
+    t.say(f"   ← transcript archived at {committed['archived_uri']}")
+    found = await t.call("memory_recall", query="picnic park", k=3)
+    for hit in found["hits"]:
+        t.say(f"     score {hit['score']:.3g}  {hit['uri']}\n       {hit['snippet'][:90]}")
+    if not found["hits"]:
+        raise TourError("recall found nothing")
+
+
 async def tour_lineage(t: Tour, session_id: str) -> None:
     t.heading("Lineage: the DAG of snapshots, as Mermaid")
     graph = await t.call("session_lineage", session_id=session_id)
@@ -90,6 +124,8 @@ async def run_demo(say: Say = print) -> int:
                 tour = Tour(client, say)
                 try:
                     merged = await tour_sessions(tour)
+                    await tour_durable_run(tour, merged)
+                    await tour_memory(tour, merged)
                     await tour_lineage(tour, merged)
                 except TourError as exc:
                     say(f"\ndemo failed: {exc}")

@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
-from runtime import InvalidInputError, Runtime, resolve_home
+from runtime import Runtime, resolve_home
 
 HomeArg = Callable[[argparse.ArgumentParser], None]
 
@@ -52,17 +53,15 @@ def add_commands(sub: Any, home_arg: HomeArg) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Run one inspection command against the store under ``--home``."""
-    async with Runtime.open(resolve_home(args.home), **_readonly_options()) as rt:
+    async with Runtime.open(resolve_home(args.home), workers=0) as rt:  # inspecting must not run work
         if args.command == "sessions":
             return await _sessions(rt, args)
         return await _runs(rt, args)
 
 
-def _readonly_options() -> dict[str, Any]:
-    """Open without background workers where the runtime supports it: inspecting must not run work."""
-    import inspect
-
-    return {"workers": 0} if "workers" in inspect.signature(Runtime.open).parameters else {}
+def note(message: str) -> None:
+    """One line for the person running the program (stderr, flushed; stdout may carry the protocol)."""
+    print(f"rath-mcp: {message}", file=sys.stderr, flush=True)
 
 
 def _when(ts: float) -> str:
@@ -87,37 +86,27 @@ async def _sessions(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 async def _runs(rt: Runtime, args: argparse.Namespace) -> int:
-    runs: Any = getattr(rt, "runs", None)
-    if runs is None:
-        raise InvalidInputError("this build has no durable layer yet; `rath-mcp runs` needs it")
     if args.action == "list":
-        page, cursor = await runs.list(status=args.status, workflow=args.workflow, cursor=args.cursor, limit=args.limit)
-        for r in page:
-            s = r.summary()
-            print(f"{s['run_id']}  {s['workflow']:<12} {s['status']:<12} step={s.get('step') or '-'}")
+        page, cursor = await rt.runs.list(
+            status=args.status, workflow=args.workflow, cursor=args.cursor, limit=args.limit
+        )
+        for run in page:
+            waiting = f"  interrupts={len(run.pending_interrupts)}" if run.pending_interrupts else ""
+            print(f"{run.id}  {run.workflow:<12} {run.status:<12} step={run.step or '-'}{waiting}")
         if cursor:
             print(f"more: --cursor {cursor}")
         return 0
-    r = await runs.get(args.run_id)
-    events, _ = await runs.events(args.run_id, after_seq=0, limit=1000)
-    print(json.dumps({**r.summary(), "events": [_plain(e) for e in events]}, indent=2, ensure_ascii=False, default=str))
+    run = await rt.runs.get(args.run_id)
+    events = await rt.runs.events(args.run_id, 0, 1000)
+    body = {**run.summary(), "state": run.state, "events": [e.model_dump(mode="json") for e in events]}
+    print(json.dumps(body, indent=2, ensure_ascii=False))
     return 0
-
-
-def _plain(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
 
 
 async def load_workflows(rt: Runtime, sources: Sequence[str]) -> None:
     """Load ``--workflows`` modules or files into the runtime's registry."""
-    if not sources:
-        return
-    workflows: Any = getattr(rt, "workflows", None)
-    if workflows is None:
-        raise InvalidInputError("--workflows needs the durable layer, which this build does not have yet")
     for source in sources:
-        workflows.load(source)
+        rt.workflows.load(source)
 
 
 async def wait_for_stop_signal() -> None:

@@ -7,7 +7,6 @@ report the address they actually bound (``--port 0`` picks a free port) on stder
 
 from __future__ import annotations
 
-import sys
 from typing import Literal
 
 import anyio
@@ -15,14 +14,11 @@ import uvicorn
 from mcp.server import MCPServer
 from starlette.types import ASGIApp
 
+from rath_mcp.shell import note
+
 Transport = Literal["stdio", "http", "sse"]
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
-
-
-def note(message: str) -> None:
-    """One line for the person running the server (stderr, flushed)."""
-    print(f"rath-mcp: {message}", file=sys.stderr, flush=True)
 
 
 async def serve(server: MCPServer, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765) -> None:

@@ -23,8 +23,7 @@ from rath_mcp.models import (
     SessionSummary,
     session_summary,
 )
-from runtime import InvalidInputError, Runtime
-from runtime.sandbox import check_workspace_name
+from runtime import Runtime
 from runtime.sessions import Placement
 
 Role = Literal["user", "assistant", "system"]
@@ -36,24 +35,8 @@ Limit = Annotated[int, Field(ge=1, le=500, description="page size, 1..500")]
 
 
 async def placement_for(rt: Runtime, workspace: str | None) -> Placement | None:
-    """The placement a new session gets for ``workspace`` on the runtime's default backend."""
-    if workspace is None:
-        return None
-    name = check_workspace_name(workspace)
-    sandboxes: Any = getattr(rt, "sandboxes", None)
-    backend = getattr(sandboxes, "default_backend", None) if sandboxes is not None else None
-    return Placement(backend=backend, workspace=name) if isinstance(backend, str) else Placement(workspace=name)
-
-
-async def fork_placements(rt: Runtime, base: Placement, count: int) -> list[Placement] | None:
-    """One fresh workspace per fork (a copy of the parent's), when the sandbox layer can isolate."""
-    sandboxes: Any = getattr(rt, "sandboxes", None)
-    if sandboxes is None or not hasattr(sandboxes, "isolate"):
-        raise InvalidInputError(
-            "isolate_workspace=true needs the sandbox layer, which this server does not have; "
-            "fork without isolate_workspace"
-        )
-    return [await sandboxes.isolate(base) for _ in range(count)]
+    """The placement a new session gets for ``workspace``: the runtime's default sandbox backend."""
+    return rt.sandboxes.placement(workspace) if workspace is not None else None
 
 
 def register(server: MCPServer, rt: Runtime) -> None:
@@ -117,7 +100,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         placements = None
         if isolate_workspace:
             base = await rt.sessions.info(session_id)
-            placements = await fork_placements(rt, base.placement, count)
+            placements = [await rt.sandboxes.isolate(base.placement) for _ in range(count)]
         forks = await rt.sessions.fork(session_id, count, placements=placements)
         return ForkResult(session_ids=[f.id for f in forks], parent_id=session_id)
 

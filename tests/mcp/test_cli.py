@@ -1,0 +1,90 @@
+"""The ``rath-mcp`` command, run as a real subprocess: demo, migrate, inspection, worker.
+
+Transports (``serve`` over stdio/HTTP/SSE) are exercised by tests/transports; these cover the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime import Runtime
+
+pytestmark = pytest.mark.anyio
+
+
+async def rath(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("RATH_HOME", None)
+    command = [sys.executable, "-m", "rath_mcp", *args, *(["--home", str(home)] if home else [])]
+    return await anyio.run_process(command, check=False, env=env)
+
+
+async def test_demo_tours_the_server_offline_and_exits_zero() -> None:
+    done = await rath("demo")
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    for phrase in ("session_fork", "session_merge", "is waiting at step review", "succeeded", "memory_recall", "graph TD"):
+        assert phrase in out, phrase
+
+
+async def test_migrate_check_reports_pending_then_migrate_applies_them(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    check = await rath("migrate", "--check", home=home)
+    assert check.returncode == 1 and b"pending:" in check.stdout
+    applied = await rath("migrate", home=home)
+    assert applied.returncode == 0 and b"applied:" in applied.stdout
+    again = await rath("migrate", "--check", home=home)
+    assert again.returncode == 0 and b"up to date" in again.stdout
+
+
+async def test_sessions_and_runs_can_be_inspected_from_the_shell(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with Runtime.open(home, workers=0) as rt:
+        base = await rt.sessions.create([{"kind": "user", "content": "shell hello"}])
+        fork = (await rt.sessions.fork(base.id))[0]
+        run = await rt.runs.start("echo", session_id=base.id)
+    listed = await rath("sessions", "list", home=home)
+    assert listed.returncode == 0 and base.id.encode() in listed.stdout and fork.id.encode() in listed.stdout
+    shown = await rath("sessions", "show", base.id, home=home)
+    assert shown.returncode == 0 and b"shell hello" in shown.stdout
+    lineage = await rath("sessions", "lineage", fork.id, home=home)
+    assert lineage.returncode == 0 and f"{base.id} --> {fork.id}".encode() in lineage.stdout
+    runs = await rath("runs", "list", home=home)
+    assert runs.returncode == 0 and run.id.encode() in runs.stdout and b"queued" in runs.stdout
+    one = await rath("runs", "show", run.id, home=home)
+    assert one.returncode == 0 and b'"run.created"' in one.stdout
+
+
+async def test_a_domain_error_is_one_clear_line_and_exit_code_one(tmp_path: Path) -> None:
+    done = await rath("sessions", "show", "ses_missing", home=tmp_path / "home")
+    assert done.returncode == 1 and done.stdout == b""
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rath-mcp: error:") and "ses_missing" in lines[0]
+
+
+async def test_state_goes_to_rath_home_when_no_home_is_given(tmp_path: Path) -> None:
+    env = {**os.environ, "RATH_HOME": str(tmp_path / "from-env")}
+    done = await anyio.run_process([sys.executable, "-m", "rath_mcp", "migrate"], check=False, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "from-env" / "rath.db").exists()
+    assert not (tmp_path / ".rath").exists()
+
+
+async def test_a_worker_process_drives_runs_on_a_shared_store_and_stops_on_sigterm(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with Runtime.open(home, workers=0) as rt:
+        run = await rt.runs.start("echo", input={"message": "from another process"})
+        command = [sys.executable, "-m", "rath_mcp", "worker", "--home", str(home), "--workers", "2"]
+        async with await anyio.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as worker:
+            with anyio.fail_after(30):  # another process: poll the shared store
+                while (await rt.runs.get(run.id)).status != "succeeded":
+                    await anyio.sleep(0.1)
+            worker.send_signal(signal.SIGTERM)
+            with anyio.fail_after(15):
+                assert await worker.wait() == 0
