@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> None:
         emu = Emulator(Path(data_dir), args.api_key)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
         sock.bind((args.host, args.port))
         emu.port = sock.getsockname()[1]
         config = uvicorn.Config(build_app(emu), log_level="warning", lifespan="off")
