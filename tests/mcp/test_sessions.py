@@ -189,3 +189,22 @@ async def test_the_server_names_itself_with_a_version(server: object) -> None:
     async with Client(server, mode="legacy") as c:  # type: ignore[arg-type]
         assert c.server_info is not None
         assert c.server_info.name == "rath-mcp" and c.server_info.version
+
+
+async def test_session_fork_with_isolate_workspace_gives_each_fork_a_copy_of_the_files(
+    client: Client, rt: Runtime
+) -> None:
+    base = await call(client, "session_create", message="w", workspace="proj")
+    assert base["placement"] == {"backend": "local", "workspace": "proj"}
+    parent = await rt.sandboxes.get(rt.sandboxes.placement("proj"))
+    await parent.write_file("notes.txt", "shared before the fork")
+    forks = await call(client, "session_fork", session_id=base["session_id"], count=2, isolate_workspace=True)
+    workspaces = set()
+    for sid in forks["session_ids"]:
+        placement = (await rt.sessions.info(sid)).placement
+        workspaces.add(placement.workspace)
+        sandbox = await rt.sandboxes.get(placement)
+        assert await sandbox.read_file("notes.txt") == b"shared before the fork"
+    assert len(workspaces) == 2 and "proj" not in workspaces
+    plain = await call(client, "session_fork", session_id=base["session_id"])
+    assert (await rt.sessions.info(plain["session_ids"][0])).placement.workspace == "proj"
