@@ -17,6 +17,7 @@ import pickle
 import signal
 import socket
 import struct
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ import anyio
 import anyio.to_thread
 
 from runtime.durable.context import LiveContext
-from runtime.errors import RunFailure
+from runtime.errors import InvalidInputError, RunFailure
 from runtime.flow.workflow import EffectClass, SyncStepContext
 
 T = TypeVar("T")
@@ -85,6 +86,12 @@ class SyncContext(SyncStepContext):
     def set_output_session(self, session_id: str) -> None:
         self.output_session_id = session_id
 
+    def interrupt(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidInputError(
+            f"step {self.step!r} is a sync step (it runs in a child process) and cannot wait for a human; "
+            "make it an async def to use ctx.interrupt"
+        )
+
     def progress(self, message: str) -> None:
         _send(self._sock, ("progress", str(message)))
 
@@ -95,6 +102,8 @@ def _child(sock: socket.socket, fn: Callable[..., Any], state: Any, live: LiveCo
     try:
         with contextlib.suppress(ValueError, OSError):
             signal.set_wakeup_fd(-1)  # the parent's event loop owns that fd
+        os.dup2(2, 1)  # a print in a step must never reach a stdio MCP stream the parent speaks on
+        sys.stdout = sys.stderr
         ctx = SyncContext(sock, live)
         try:
             value = fn(state, ctx)

@@ -138,6 +138,16 @@ class SleepyWithTimeout(Workflow):
         return state
 
 
+class SyncAsks(Workflow):
+    """A sync step that (wrongly) asks a human; prints on the way (must not reach the parent's stdout)."""
+
+    @step(entry=True, effects=EffectClass.NONE)
+    def ask(self, state: dict[str, Any], ctx: SyncStepContext) -> dict[str, Any]:
+        print("noise from a sync step")
+        ctx.interrupt("approval", prompt="?")  # type: ignore[attr-defined]
+        return state
+
+
 class AsyncSleepy(Workflow):
     @step(entry=True, effects=EffectClass.NONE)
     async def nap(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:

@@ -112,3 +112,10 @@ async def test_a_deadline_ends_a_waiting_run(drt: Runtime) -> None:
 async def _terminal(rt: Runtime, run_id: str) -> Run | None:
     run = await rt.runs.get(run_id)
     return run if run.terminal else None
+
+
+async def test_a_sync_step_cannot_interrupt_and_is_told_why(drt: Runtime, capfd: pytest.CaptureFixture[str]) -> None:
+    run = await drt.runs.wait((await drt.runs.start("sync_asks")).id, 10)
+    assert run.status == "failed" and "make it an async def to use ctx.interrupt" in (run.error or "")
+    out, err = capfd.readouterr()
+    assert "noise from a sync step" not in out and "noise from a sync step" in err  # stdout stays clean for stdio
