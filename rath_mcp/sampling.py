@@ -1,0 +1,170 @@
+"""The ``sampling`` provider's bridge: a workflow's model call answered by the connected client's model.
+
+A middleware notes every handshake-era client that declared the ``sampling`` capability, and the
+tool calls they have in flight. A model call from a run (in a background worker) goes to the
+newest such client: over the channel of one of its in-flight calls when there is one (that works
+on every transport, HTTP included), else over its connection's standalone channel.
+
+Chunks become ``SamplingMessage``s: system chunks join the system prompt, assistant tool calls
+become ``tool_use`` blocks and tool results ``tool_result`` blocks; tools are offered only to
+clients that declared ``sampling.tools``. 2026-07-28 connections have no server-to-client
+requests, so they are never asked (and a run using ``sampling`` then fails with a clear error).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import (
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResultWithTools,
+    RequestId,
+    SamplingMessage,
+    SamplingMessageContentBlock,
+    TextContent,
+    Tool,
+    ToolResultContent,
+    ToolUseContent,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from runtime import Runtime
+from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
+from runtime.providers.base import estimate_tokens
+from runtime.sessions import Chunk, ToolCall, ToolCallFunction, Usage
+
+logger = logging.getLogger(__name__)
+DEFAULT_MAX_TOKENS = 1024
+MAX_REMEMBERED = 16
+
+
+@dataclass
+class _Client:
+    session: ServerSession
+    tools: bool
+    in_flight: list[tuple[RequestId, ServerSession]]  # tool calls still running, with their channels
+
+
+class ClientSampling:
+    """Routes ``ModelRequest``s to a connected client's ``sampling/createMessage``."""
+
+    def __init__(self) -> None:
+        self._clients: dict[int, _Client] = {}  # by connection, oldest first
+
+    # -- bookkeeping (from the middleware) -------------------------------------------------
+    async def observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        caps = ctx.session.client_capabilities
+        if caps is None or caps.sampling is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await call_next(ctx)
+        key = id(ctx.session._connection)
+        client = self._clients.pop(key, None) or _Client(ctx.session, caps.sampling.tools is not None, [])
+        client.session = ctx.session
+        self._clients[key] = client  # re-inserted: newest last
+        while len(self._clients) > MAX_REMEMBERED:
+            del self._clients[next(iter(self._clients))]
+        if ctx.method != "tools/call" or ctx.request_id is None:
+            return await call_next(ctx)
+        entry = (ctx.request_id, ctx.session)
+        client.in_flight.append(entry)
+        try:
+            return await call_next(ctx)
+        finally:
+            client.in_flight.remove(entry)
+
+    # -- the provider callback -------------------------------------------------------------
+    async def __call__(self, request: ModelRequest) -> ModelResponse:
+        if not self._clients:
+            raise ProviderError(
+                "no connected MCP client offers sampling; connect a client that declares the sampling "
+                "capability (handshake-era protocol), or configure openai, anthropic or scripted",
+                provider="sampling",
+            )
+        client = next(reversed(self._clients.values()))
+        params = to_params(request, with_tools=client.tools)
+        if client.in_flight:  # ride an in-flight call's channel: it exists on every transport
+            related, session = client.in_flight[-1]
+            metadata: ServerMessageMetadata | None = ServerMessageMetadata(related_request_id=related)
+        else:
+            session, metadata = client.session, None
+        result = await session.send_request(
+            CreateMessageRequest(params=params), CreateMessageResultWithTools, metadata=metadata
+        )
+        return from_result(result, request)
+
+
+def to_params(request: ModelRequest, *, with_tools: bool) -> CreateMessageRequestParams:
+    """A ``ModelRequest`` as ``sampling/createMessage`` parameters."""
+    system = [request.system] if request.system else []
+    messages: list[SamplingMessage] = []
+    for chunk in request.messages:
+        if chunk.kind == "system":
+            system.append(chunk.content)
+            continue
+        blocks = _blocks(chunk, with_tools)
+        if blocks:
+            messages.append(SamplingMessage(role="assistant" if chunk.kind == "assistant" else "user", content=blocks))
+    tools = [Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in request.tools]
+    return CreateMessageRequestParams(
+        messages=messages,
+        system_prompt="\n\n".join(system) or None,
+        max_tokens=request.max_tokens or DEFAULT_MAX_TOKENS,
+        temperature=request.temperature,
+        tools=tools if with_tools and tools else None,
+    )
+
+
+def _blocks(chunk: Chunk, with_tools: bool) -> list[SamplingMessageContentBlock]:
+    if chunk.kind == "tool_result":
+        if with_tools and chunk.tool_call_id:
+            text = TextContent(type="text", text=chunk.content)
+            return [ToolResultContent(type="tool_result", tool_use_id=chunk.tool_call_id, content=[text])]
+        return [TextContent(type="text", text=f"[tool result {chunk.name or ''}] {chunk.content}")]
+    blocks: list[SamplingMessageContentBlock] = [TextContent(type="text", text=chunk.content)] if chunk.content else []
+    for call in chunk.tool_calls or ():
+        if with_tools:
+            blocks.append(ToolUseContent(type="tool_use", id=call.id, name=call.function.name, input=_args(call)))
+        else:
+            blocks.append(TextContent(type="text", text=f"[called {call.function.name}({call.function.arguments})]"))
+    return blocks
+
+
+def _args(call: ToolCall) -> dict[str, Any]:
+    try:
+        value = json.loads(call.function.arguments or "{}")
+    except ValueError:
+        return {"arguments": call.function.arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def from_result(result: CreateMessageResultWithTools, request: ModelRequest) -> ModelResponse:
+    """The client's answer as a ``ModelResponse`` (usage estimated: sampling reports none)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in result.content_as_list:
+        if isinstance(block, TextContent):
+            texts.append(block.text)
+        elif isinstance(block, ToolUseContent):
+            arguments = json.dumps(block.input, ensure_ascii=False)
+            calls.append(ToolCall(id=block.id, function=ToolCallFunction(name=block.name, arguments=arguments)))
+    content = "".join(texts)
+    prompt = sum(estimate_tokens(c.content) for c in request.messages) + estimate_tokens(request.system or "")
+    completion = estimate_tokens(content)
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+    stop = "tool_calls" if calls else (result.stop_reason or "end_turn")
+    return ModelResponse(content=content, tool_calls=calls, usage=usage, stop_reason=stop, model=result.model)
+
+
+def install(server: MCPServer, rt: Runtime) -> ClientSampling:
+    """Make ``sampling`` a provider of ``rt`` answered by this server's clients."""
+    sampling = ClientSampling()
+    server.middleware.append(sampling.observe)
+    rt.providers.register("sampling", SamplingProvider(sampling))
+    return sampling
