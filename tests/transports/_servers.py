@@ -23,9 +23,13 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 
-Transport = Literal["stdio", "http", "sse"]
+from rath_mcp.server import build_server
+from runtime import Runtime
+
+Transport = Literal["memory", "stdio", "http", "sse"]
+Wire = Literal["stdio", "http", "sse"]
 Era = Literal["legacy", "2026-07-28"]
-TRANSPORTS: tuple[Transport, ...] = ("stdio", "http", "sse")
+TRANSPORTS: tuple[Transport, ...] = ("memory", "stdio", "http", "sse")
 ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")
 READY_TIMEOUT_S = 30.0
 
@@ -38,7 +42,7 @@ def free_port() -> int:
         return port
 
 
-def serve_command(transport: Transport, home: Path, port: int | None = None, *extra: str) -> list[str]:
+def serve_command(transport: Wire, home: Path, port: int | None = None, *extra: str) -> list[str]:
     """The argv of ``rath-mcp serve`` for this transport (no port for stdio)."""
     argv = [sys.executable, "-m", "rath_mcp", "serve", "--transport", transport, "--home", str(home)]
     if port is not None:
@@ -114,6 +118,8 @@ def client_for(
 ) -> Client:
     """A Python SDK client speaking ``era`` over ``transport`` ('legacy' = the initialize handshake)."""
     target: Any
+    if transport == "memory":
+        raise ValueError("an in-memory client needs the server object; use connected()")
     if transport == "stdio":
         argv = serve_command("stdio", home)
         target = StdioServerParameters(command=argv[0], args=argv[1:])
@@ -131,6 +137,10 @@ def connected(transport: Transport, era: Era, home: Path, **kwargs: Any) -> Abst
 
     @asynccontextmanager
     async def connect() -> AsyncIterator[Client]:
+        if transport == "memory":  # the server in this process, the SDK's in-memory transport
+            async with Runtime.open(home) as rt, Client(build_server(rt), mode=era, **kwargs) as client:
+                yield client
+            return
         if transport == "stdio":
             async with client_for("stdio", era, home, **kwargs) as client:
                 yield client

@@ -1,8 +1,9 @@
-"""The same key scenario over a stdio subprocess, Streamable HTTP and SSE, in both protocol eras.
+"""The same key scenario in memory, over a stdio subprocess, Streamable HTTP and SSE, in both protocol eras.
 
-'legacy' is the initialize handshake (2025-11-25); '2026-07-28' is the handshake-free era. Each case
-starts a real ``rath-mcp serve`` process (stdio: spawned by the client; HTTP/SSE: on a free port of
-127.0.0.1) with its own home, and drives it with the Python SDK client.
+'legacy' is the initialize handshake (2025-11-25); '2026-07-28' is the handshake-free era. Apart
+from the in-memory case (the server object in this process), each case starts a real
+``rath-mcp serve`` process (stdio: spawned by the client; HTTP/SSE: on a free port of 127.0.0.1)
+with its own home, and drives it with the Python SDK client.
 """
 
 from __future__ import annotations
