@@ -123,7 +123,7 @@ class AnthropicProvider:
                 if on_delta is None:
                     return await self._plain(kwargs)
                 return await self._streamed(kwargs, on_delta, started)
-            except anthropic.APIError as exc:
+            except (anthropic.APIError, httpx2.HTTPError) as exc:  # a stream cut mid-way surfaces as httpx2's error
                 raise self._translate(exc, retry_ok=not started[0]) from None
 
         return await with_retries(attempt, self.retry)
@@ -177,7 +177,7 @@ class AnthropicProvider:
         ]
         return ModelResponse("".join(text), calls, usage_of(prompt, completion), _STOP.get(stop, "other"), model)
 
-    def _translate(self, exc: anthropic.APIError, *, retry_ok: bool) -> Exception:
+    def _translate(self, exc: anthropic.APIError | httpx2.HTTPError, *, retry_ok: bool) -> Exception:
         """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying)."""
         status = getattr(exc, "status_code", None)
         detail = redact(str(exc), [self._secret])
@@ -185,8 +185,15 @@ class AnthropicProvider:
             f"anthropic: {detail}" + (f" (HTTP {status})" if status else ""),
             provider=self.name,
             status=status,
-            retryable=status in RETRYABLE_STATUS or isinstance(exc, anthropic.APIConnectionError),
+            retryable=status in RETRYABLE_STATUS or isinstance(exc, (anthropic.APIConnectionError, httpx2.HTTPError)),
         )
+        if error.retryable and not retry_ok:
+            error = ProviderError(
+                f"{error}; the stream broke after text had been streamed, so it was not retried",
+                provider=self.name,
+                status=status,
+                retryable=True,
+            )
         if error.retryable and retry_ok:
             after = None
             response: httpx2.Response | None = getattr(exc, "response", None)

@@ -108,7 +108,7 @@ class OpenAIProvider:
                 if on_delta is None:
                     return await self._plain(kwargs)
                 return await self._streamed(kwargs, on_delta, started)
-            except openai.APIError as exc:
+            except (openai.APIError, httpx2.HTTPError) as exc:  # a stream cut mid-way surfaces as httpx2's error
                 raise self._translate(exc, retry_ok=not started[0]) from None
 
         return await with_retries(attempt, self.retry)
@@ -165,7 +165,7 @@ class OpenAIProvider:
         ]
         return ModelResponse("".join(text), tool_calls, usage, _FINISH.get(finish, "other"), model)
 
-    def _translate(self, exc: openai.APIError, *, retry_ok: bool) -> Exception:
+    def _translate(self, exc: openai.APIError | httpx2.HTTPError, *, retry_ok: bool) -> Exception:
         """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying)."""
         status = getattr(exc, "status_code", None)
         detail = redact(str(exc), [self._secret])
@@ -173,8 +173,15 @@ class OpenAIProvider:
             f"openai: {detail}" + (f" (HTTP {status})" if status else ""),
             provider=self.name,
             status=status,
-            retryable=status in RETRYABLE_STATUS or isinstance(exc, openai.APIConnectionError),
+            retryable=status in RETRYABLE_STATUS or isinstance(exc, (openai.APIConnectionError, httpx2.HTTPError)),
         )
+        if error.retryable and not retry_ok:
+            error = ProviderError(
+                f"{error}; the stream broke after text had been streamed, so it was not retried",
+                provider=self.name,
+                status=status,
+                retryable=True,
+            )
         if error.retryable and retry_ok:
             after = None
             response: httpx2.Response | None = getattr(exc, "response", None)

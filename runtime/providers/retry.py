@@ -70,7 +70,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy) ->
             if attempt >= policy.max_retries:
                 err = failure.error
                 raise ProviderError(
-                    f"{err} (gave up after {attempt + 1} attempts)",
+                    f"{err} (gave up after {attempt + 1} attempt{'s' if attempt else ''})",
                     provider=err.provider,
                     status=err.status,
                     retryable=True,

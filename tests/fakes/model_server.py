@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,6 +32,8 @@ class Reply:
     tool_calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (id, name, arguments)
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    delay_s: float = 0.0  # wait this long before answering (to exercise client timeouts)
+    cut_after: int | None = None  # streamed: drop the connection after this many events
 
 
 @dataclass
@@ -70,6 +73,8 @@ class FakeModelServer:
         body = await request.json()
         self.received.append(Received(request.url.path, {k.lower(): v for k, v in request.headers.items()}, body))
         item = self.queue.pop(0) if self.queue else Failure(500, "fake server: no reply queued")
+        if isinstance(item, Reply) and item.delay_s:
+            await anyio.sleep(item.delay_s)
         return body, item
 
     # -- OpenAI --------------------------------------------------------------------------------
@@ -81,7 +86,9 @@ class FakeModelServer:
             return JSONResponse(err, status_code=item.status, headers=headers)
         model = body.get("model", "fake")
         if body.get("stream"):
-            return StreamingResponse(_sse(_openai_chunks(item, model)), media_type="text/event-stream")
+            return StreamingResponse(
+                _sse(_openai_chunks(item, model), cut=item.cut_after), media_type="text/event-stream"
+            )
         message: dict[str, Any] = {"role": "assistant", "content": item.content or None}
         if item.tool_calls:
             message["tool_calls"] = [
@@ -116,7 +123,8 @@ class FakeModelServer:
             return JSONResponse(err, status_code=item.status, headers=headers)
         model = body.get("model", "fake")
         if body.get("stream"):
-            return StreamingResponse(_sse(_anthropic_events(item, model), named=True), media_type="text/event-stream")
+            events = _sse(_anthropic_events(item, model), named=True, cut=item.cut_after)
+            return StreamingResponse(events, media_type="text/event-stream")
         content: list[dict[str, Any]] = [{"type": "text", "text": item.content}] if item.content else []
         content += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in item.tool_calls]
         return JSONResponse(
@@ -208,8 +216,16 @@ def _anthropic_events(item: Reply, model: str) -> Iterator[dict[str, Any]]:
     yield {"type": "message_stop"}
 
 
-async def _sse(events: Iterator[dict[str, Any]], *, named: bool = False) -> AsyncIterator[bytes]:
-    for event in events:
+class Cut(Exception):
+    """Raised inside a streamed body: uvicorn drops the connection mid-stream, as a failing proxy would."""
+
+
+async def _sse(
+    events: Iterator[dict[str, Any]], *, named: bool = False, cut: int | None = None
+) -> AsyncIterator[bytes]:
+    for index, event in enumerate(events):
+        if cut is not None and index >= cut:
+            raise Cut("connection dropped mid-stream")
         prefix = f"event: {event['type']}\n" if named else ""
         yield f"{prefix}data: {json.dumps(event)}\n\n".encode()
     if not named:

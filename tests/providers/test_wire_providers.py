@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 
+import anyio
 import pytest
 
 from runtime.providers import AnthropicProvider, ModelRequest, OpenAIProvider, ProviderError, RetryPolicy, ToolSpec
@@ -31,12 +32,16 @@ async def make() -> AsyncIterator[Make]:
     """Build providers against a server; their SDK clients are closed after the test."""
     built: list[Wire] = []
 
-    def build(kind: str, server: FakeModelServer, retry: RetryPolicy = FAST) -> Wire:
+    def build(kind: str, server: FakeModelServer, retry: RetryPolicy = FAST, timeout_s: float = 10.0) -> Wire:
         provider: Wire
         if kind == "openai":
-            provider = OpenAIProvider(api_key=SECRET, base_url=server.url + "/v1", model="gpt-test", retry=retry)
+            url = server.url + "/v1"
+            provider = OpenAIProvider(api_key=SECRET, base_url=url, model="gpt-test", retry=retry, timeout_s=timeout_s)
         else:
-            provider = AnthropicProvider(api_key=SECRET, base_url=server.url, model="claude-test", retry=retry)
+            url = server.url
+            provider = AnthropicProvider(
+                api_key=SECRET, base_url=url, model="claude-test", retry=retry, timeout_s=timeout_s
+            )
         built.append(provider)
         return provider
 
@@ -193,3 +198,46 @@ async def test_connection_refused_is_a_provider_error(make: Make, kind: str) -> 
     with pytest.raises(ProviderError) as info:
         await make(kind, dead, RetryPolicy(max_retries=1, base_delay_s=0.0)).complete(ask())
     assert info.value.retryable and info.value.status is None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_stream_cut_before_any_text_is_retried(model_server: FakeModelServer, make: Make, kind: str) -> None:
+    model_server.add(Reply("never seen", cut_after=1), Reply("second try"))
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    response = await make(kind, model_server).complete(ask(), on_delta=on_delta)
+    assert response.content == "second try" and "".join(deltas) == "second try"
+    assert len(model_server.received) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_stream_cut_after_text_is_an_error_not_a_retry(
+    model_server: FakeModelServer, make: Make, kind: str
+) -> None:
+    model_server.add(Reply("hello there friends", cut_after=3), Reply("must not be used"))
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    with pytest.raises(ProviderError, match="stream broke after text had been streamed, so it was not retried"):
+        await make(kind, model_server).complete(ask(), on_delta=on_delta)
+    assert deltas and "".join(deltas) != "hello there friends"
+    assert len(model_server.received) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_server_slower_than_the_timeout_is_a_provider_error(
+    model_server: FakeModelServer, make: Make, kind: str
+) -> None:
+    model_server.add(Reply("too slow", delay_s=1.0))
+    provider = make(kind, model_server, RetryPolicy(max_retries=0), timeout_s=0.2)
+    with anyio.fail_after(5), pytest.raises(ProviderError, match=r"timed out.*gave up after 1 attempt\)") as info:
+        await provider.complete(ask())
+    assert info.value.retryable
