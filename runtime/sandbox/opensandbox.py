@@ -68,6 +68,7 @@ class OpenSandboxBackend:
         base = settings or OpenSandboxSettings()
         given: dict[str, Any] = {"domain": domain, "api_key": api_key, "transport": transport}
         self.settings = replace(base, **{k: v for k, v in given.items() if v is not None}, **overrides)
+        self._lifecycle: SandboxManager | None = None
         if not self.settings.root_dir.startswith("/"):
             raise SandboxError(f"root_dir {self.settings.root_dir!r} must be an absolute path inside the container")
 
@@ -88,17 +89,27 @@ class OpenSandboxBackend:
     def _labels(self, workspace: str) -> dict[str, str]:
         return {WORKSPACE_LABEL: workspace, NAMESPACE_LABEL: self.settings.namespace}
 
+    async def _manager(self) -> SandboxManager:
+        """One lifecycle client (one connection pool) for lookups and kills, made on first use."""
+        if self._lifecycle is None:
+            self._lifecycle = await SandboxManager.create(self._config())
+        return self._lifecycle
+
+    async def aclose(self) -> None:
+        """Close the lifecycle client; containers are untouched."""
+        manager, self._lifecycle = self._lifecycle, None
+        if manager is not None:
+            await manager.close()
+
     async def _find(self, workspace: str) -> str | None:
         """The id of the running container labelled with ``workspace``, if any."""
-        manager = await SandboxManager.create(self._config())
+        manager = await self._manager()
         try:
             page = await manager.list_sandbox_infos(
                 SandboxFilter(states=["Running"], metadata=self._labels(workspace), page_size=1)
             )
         except SandboxException as exc:
             raise translate(exc, f"look up workspace {workspace!r}") from exc
-        finally:
-            await manager.close()
         return page.sandbox_infos[0].id if page.sandbox_infos else None
 
     async def open(self, workspace: str) -> OpenSandboxSandbox:
@@ -155,10 +166,7 @@ class OpenSandboxBackend:
         sandbox_id = await self._find(workspace)
         if sandbox_id is None:
             return
-        manager = await SandboxManager.create(self._config())
         try:
-            await manager.kill_sandbox(sandbox_id)
+            await (await self._manager()).kill_sandbox(sandbox_id)
         except SandboxException as exc:
             raise translate(exc, f"destroy workspace {workspace!r}") from exc
-        finally:
-            await manager.close()

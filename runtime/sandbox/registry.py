@@ -97,9 +97,13 @@ class SandboxRegistry:
         await self.backends[key[0]].destroy(key[1])
 
     async def aclose(self) -> None:
-        """Close every opened sandbox (workspaces stay; they are data)."""
+        """Close every opened sandbox and backend connection (workspaces stay; they are data)."""
         async with self._lock:
             opened, self._open = list(self._open.values()), {}
-        for sandbox in opened:
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            for sandbox in opened:
                 await sandbox.close()
+            for backend in self.backends.values():
+                closer = getattr(backend, "aclose", None)  # optional: backends holding connections
+                if closer is not None:
+                    await closer()

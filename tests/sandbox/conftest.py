@@ -81,6 +81,8 @@ async def backend(flavour: str, tmp_path: Path, request: pytest.FixtureRequest) 
     yield made
     for name in ("conf", "one", "two", "child", "parent", "copy"):
         await made.destroy(name)
+    if isinstance(made, OpenSandboxBackend):
+        await made.aclose()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ async def test_a_wrong_api_key_is_a_clear_error_that_does_not_echo_the_key(opens
     backend = OpenSandboxBackend(opensandbox_domain, "wrong-secret-key", namespace="auth")
     with pytest.raises(BackendUnavailableError, match="api key") as caught:
         await backend.open("w")
+    await backend.aclose()
     assert "wrong-secret-key" not in str(caught.value)
     assert "wrong-secret-key" not in repr(backend.settings)
 
@@ -29,6 +30,7 @@ async def test_an_unreachable_server_is_a_clear_error() -> None:
     backend = OpenSandboxBackend(f"127.0.0.1:{port}", "k", request_timeout_s=2, ready_timeout_s=2)
     with pytest.raises(BackendUnavailableError, match="opensandbox server"):
         await backend.open("w")
+    await backend.aclose()
 
 
 async def test_open_reattaches_to_the_labelled_container_and_namespaces_keep_homes_apart(
@@ -47,6 +49,8 @@ async def test_open_reattaches_to_the_labelled_container_and_namespaces_keep_hom
     await alpha.destroy("shared-name")
     await beta.destroy("shared-name")
     await alpha.destroy("shared-name")  # destroying twice is a no-op
+    await alpha.aclose()
+    await beta.aclose()
 
 
 async def test_a_caller_supplied_transport_carries_every_request(opensandbox_domain: str) -> None:
@@ -65,6 +69,7 @@ async def test_a_caller_supplied_transport_carries_every_request(opensandbox_dom
     assert (await sandbox.run_command("echo hi", stdin="ignored")).stdout == "hi\n"
     await sandbox.close()
     await backend.destroy("w")
+    await backend.aclose()
     await transport.aclose()
     assert "POST /v1/sandboxes" in seen
     assert any(s.startswith("POST /execd/") and s.endswith("/command") for s in seen)
