@@ -61,6 +61,25 @@ class MemoryStore(Protocol):
     ) -> int: ...
 
 
+def _search_sql(space: int, match: str, k: int, scope: str | None) -> tuple[str, tuple[object, ...]]:
+    """The ranked query. Unfiltered, FTS5 picks the top ``k`` by itself (its ``ORDER BY rank LIMIT``
+    path never touches the items table) and only those are joined; with a scope filter every
+    match must be joined and filtered before sorting, which costs more on large stores."""
+    fts = f"memory_fts_{space}"
+    columns = ", ".join("i." + c for c in _COLUMNS.split(", "))
+    if scope is None:
+        return (
+            f"SELECT {columns}, -top.rank AS score FROM (SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ?"
+            " ORDER BY rank LIMIT ?) top JOIN memory_items i ON i.seq = top.rowid ORDER BY top.rank",
+            (match, k),
+        )
+    return (
+        f"SELECT {columns}, -{fts}.rank AS score FROM {fts} JOIN memory_items i ON i.seq = {fts}.rowid"
+        f" WHERE {fts} MATCH ? AND i.scope = ? ORDER BY {fts}.rank LIMIT ?",
+        (match, scope, k),
+    )
+
+
 def _item(row: sqlite3.Row) -> MemoryItem:
     return MemoryItem(
         id=row["id"],
@@ -188,15 +207,7 @@ class SQLiteMemoryStore:
             space = self._find_space(conn)
             if space is None:
                 return []
-            fts = f"memory_fts_{space}"
-            sql = (
-                f"SELECT {', '.join('i.' + c for c in _COLUMNS.split(', '))}, -{fts}.rank AS score"
-                f" FROM {fts} JOIN memory_items i ON i.seq = {fts}.rowid WHERE {fts} MATCH ?"
-                + (" AND i.scope = ?" if scope else "")
-                + f" ORDER BY {fts}.rank LIMIT ?"
-            )
-            args: tuple[object, ...] = (match, scope, k) if scope else (match, k)
-            rows = conn.execute(sql, args).fetchall()
+            rows = conn.execute(*_search_sql(space, match, k, scope)).fetchall()
             return [Found(_item(r), float(r["score"])) for r in rows if r["score"] > 0]
 
         return await self.db.read(read)

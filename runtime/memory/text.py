@@ -8,10 +8,11 @@ joined by spaces. A CJK run becomes its single characters plus its character big
 one-character queries match, bigrams reward the right word order. Queries go through the same
 function, so index and query always agree, and the rank-bm25 test oracle uses it too.
 
-Token characters are what ``unicode61`` calls token characters (Unicode categories L*, N*, Co);
-everything else separates. Text is NFKC-normalised (full-width Latin becomes ASCII, half-width
-katakana becomes full-width), lower-cased and stripped of diacritics, as ``unicode61`` does by
-default; since the body holds only our tokens, FTS5 re-tokenizing it yields exactly them.
+Token characters are letters and digits (Unicode categories L* and N*, as ``unicode61``, which
+also counts private-use characters); everything else separates. Text is NFKC-normalised
+(full-width Latin becomes ASCII, half-width katakana becomes full-width), lower-cased and stripped
+of diacritics, as ``unicode61`` does by default; since the body holds only our tokens, FTS5
+re-tokenizing it yields exactly them.
 """
 
 from __future__ import annotations
@@ -35,49 +36,35 @@ _CJK_RANGES = (
 SNIPPET_CHARS = 200
 
 
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+# A CJK run, or a run of other letters and digits ([^\W_] is str.isalnum(): Unicode L* and N*).
+_TOKENS = re.compile(f"([{_CJK_CLASS}]+)|((?:(?![{_CJK_CLASS}])[^\\W_])+)")
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+
+
 def is_cjk(ch: str) -> bool:
     """True for a character of a script written without spaces (Han, kana, Hangul)."""
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
-
-
-def _is_token_char(ch: str) -> bool:
-    cat = unicodedata.category(ch)
-    return cat[0] in "LN" or cat == "Co"
+    return _CJK_CHAR.match(ch) is not None
 
 
 def _fold(word: str) -> str:
     """Lower-case and strip diacritics (what ``unicode61`` does with ``remove_diacritics``)."""
+    if word.isascii():
+        return word.lower()
     decomposed = unicodedata.normalize("NFD", word.lower())
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
-def _cjk_terms(run: str) -> list[str]:
-    return [*run, *(run[i : i + 2] for i in range(len(run) - 1))]
-
-
 def tokenize(text: str) -> list[str]:
     """The search terms of ``text``, in order; repeated terms are kept (they are term frequency)."""
-    text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
-    word: list[str] = []
-    cjk: list[str] = []
-    for ch in text + " ":
-        if is_cjk(ch):
-            if word:
-                out.append(_fold("".join(word)))
-                word.clear()
-            cjk.append(ch)
-            continue
+    for cjk, word in _TOKENS.findall(unicodedata.normalize("NFKC", text)):
         if cjk:
-            out.extend(_cjk_terms("".join(cjk)))
-            cjk.clear()
-        if _is_token_char(ch):
-            word.append(ch)
-        elif word:
-            out.append(_fold("".join(word)))
-            word.clear()
-    return [t for t in out if t]
+            out.extend(cjk)
+            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+        else:
+            out.append(_fold(word))
+    return out
 
 
 def body(content: str, tags: Iterable[str] = ()) -> str:

@@ -1,0 +1,278 @@
+"""Memory benchmark: our FTS5 store vs rank-bm25 vs OpenRath 2.0.0's local memory backend.
+
+    .venv/bin/python bench/memory.py                       # 1k, 10k, 100k items (~20 min, mostly OpenRath)
+    .venv/bin/python bench/memory.py --sizes 1000,10000     # quicker
+
+For each size, every system runs in a fresh process of its own (so resident memory is its own)
+on the same corpus (50-120 Zipf-distributed words per item, as /work/shared/peers/openrath_memory.py)
+and the same three-word queries, and reports: recall median and p95 (top 10), the time to add
+one item to a store already holding N, peak resident memory, and for ours the top-10 agreement
+with rank-bm25 on the same tokens. What "add one" means differs by design, and that is the point:
+- ours: one ``rt.memory.remember`` call, committed to disk (synchronous=FULL), searchable at once;
+- rank-bm25: it has no incremental add: the index is rebuilt over N+1 documents;
+- OpenRath: one ``MemoryOpWrite`` dispatch to ``LocalMemoryBackend`` (a file per item).
+Loading the N items is not timed for us as "add": we load them concurrently (group-committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._peer import run_peer  # noqa: E402
+
+SEED = 1
+VOCAB_SIZE = 20_000
+K = 10
+
+
+def _documents(n: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    vocab = [f"w{i}" for i in range(VOCAB_SIZE)]
+    cumulative = list(itertools.accumulate(1 / (i + 1) for i in range(VOCAB_SIZE)))  # = weights=1/(i+1), fast
+    return [" ".join(rnd.choices(vocab, cum_weights=cumulative, k=rnd.randint(50, 120))) for _ in range(n)]
+
+
+def corpus(n: int) -> list[str]:
+    """The documents: the same generator for every system (deterministic)."""
+    return _documents(n, SEED)
+
+
+def queries(count: int) -> list[str]:
+    rnd = random.Random(SEED + 1)
+    return [" ".join(f"w{i}" for i in rnd.sample(range(3000), 3)) for _ in range(count)]
+
+
+def extra_docs(count: int) -> list[str]:
+    """Documents added one at a time after loading (a different seed: not copies of the corpus)."""
+    return _documents(count, SEED + 2)
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def fsync_ms(samples: int = 100) -> float:
+    """Median latency of one fsync of a 4 KiB append on this disk now: the floor of a durable commit."""
+    import os
+
+    with tempfile.NamedTemporaryFile(dir=ROOT / "bench") as f:
+        times = []
+        for _ in range(samples):
+            f.write(b"x" * 4096)
+            f.flush()
+            a = time.perf_counter()
+            os.fsync(f.fileno())
+            times.append(time.perf_counter() - a)
+    return statistics.median(times) * 1000
+
+
+def stats_ms(seconds: list[float]) -> tuple[float, float]:
+    ms = sorted(s * 1000 for s in seconds)
+    return statistics.median(ms), ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+
+
+# -- workers (each runs in its own process) ----------------------------------------------------
+def work_ours(n: int, nq: int, adds: int, synchronous: str = "FULL") -> dict[str, Any]:
+    import anyio
+
+    from runtime import Runtime
+
+    docs, qs = corpus(n), queries(nq)
+
+    async def main() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as home:
+            async with Runtime.open(home, synchronous=synchronous) as rt:
+                t0 = time.perf_counter()
+                for start in range(0, n, 1000):
+                    async with anyio.create_task_group() as tg:
+                        for i in range(start, min(n, start + 1000)):
+                            tg.start_soon(lambda i=i: rt.memory.remember(docs[i], path=f"d{i}"))
+                load_s = time.perf_counter() - t0
+                await rt.memory.recall(qs[0], k=K)  # warm-up, not timed
+                times, tops = [], []
+                for q in qs:
+                    a = time.perf_counter()
+                    hits = await rt.memory.recall(q, k=K)
+                    times.append(time.perf_counter() - a)
+                    tops.append([int(h.uri.rsplit("/d", 1)[1]) for h in hits])
+                add_times = []
+                for i, doc in enumerate(extra_docs(adds)):
+                    a = time.perf_counter()
+                    await rt.memory.remember(doc, path=f"extra/{i}")
+                    add_times.append(time.perf_counter() - a)
+                return {"load_s": load_s, "recall": times, "add": add_times, "tops": tops}
+
+    out = anyio.run(main)
+    return {**out, "rss_mb": peak_rss_mb()}
+
+
+def work_rank_bm25(n: int, nq: int, adds: int) -> dict[str, Any]:
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    from runtime.memory.text import query_terms, tokenize
+
+    docs, qs = [tokenize(d) for d in corpus(n)], queries(nq)
+    t0 = time.perf_counter()
+    bm25 = BM25Okapi(docs, k1=1.2, b=0.75)
+    load_s = time.perf_counter() - t0
+    times, tops = [], []
+    for q in qs:
+        a = time.perf_counter()
+        scores = bm25.get_scores(query_terms(q))
+        top = np.argsort(-scores)[:K]
+        top = [int(i) for i in top if scores[i] > 0]
+        times.append(time.perf_counter() - a)
+        tops.append(top)
+    add_times = []
+    for doc in extra_docs(max(1, min(adds, 3 if n >= 50_000 else 10))):
+        docs.append(tokenize(doc))
+        a = time.perf_counter()
+        bm25 = BM25Okapi(docs, k1=1.2, b=0.75)
+        add_times.append(time.perf_counter() - a)
+    return {"load_s": load_s, "recall": times, "add": add_times, "tops": tops, "rss_mb": peak_rss_mb()}
+
+
+PEER = r"""
+import json, random, statistics, sys, tempfile, time
+from pathlib import Path
+from rath.memory import MemoryStoreSpec, MemoryOpWrite, MemoryOpFind
+from rath.memory.adapters.local import LocalMemoryBackend
+docs, qs, extra = json.loads(Path(sys.argv[1]).read_text())
+be = LocalMemoryBackend()
+st = be.open(MemoryStoreSpec(options={"path": tempfile.mkdtemp()}))
+t0 = time.perf_counter()
+for i, d in enumerate(docs):
+    be.dispatch(st, MemoryOpWrite(uri=f"memory://user/memories/bench/d{i}", content=d))
+load_s = time.perf_counter() - t0
+be.dispatch(st, MemoryOpFind(query=qs[0], top_k=10))
+times = []
+for q in qs:
+    a = time.perf_counter(); be.dispatch(st, MemoryOpFind(query=q, top_k=10)); times.append(time.perf_counter() - a)
+add = []
+for i, d in enumerate(extra):
+    a = time.perf_counter()
+    be.dispatch(st, MemoryOpWrite(uri=f"memory://user/memories/bench/extra{i}", content=d))
+    add.append(time.perf_counter() - a)
+hwm = [l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM:")][0]
+print(json.dumps({"load_s": load_s, "recall": times, "add": add, "rss_mb": int(hwm.split()[1]) / 1024}))
+"""
+
+
+def work_openrath(n: int, nq: int, adds: int) -> dict[str, Any]:
+    """OpenRath in its own venv (``bench._peer``); the corpus goes through a JSON file."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump([corpus(n), queries(nq), extra_docs(adds)], f)
+        f.flush()
+        out = run_peer(PEER, f.name, timeout=7200)
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def work_ours_normal(n: int, nq: int, adds: int) -> dict[str, Any]:
+    """Ours with synchronous=NORMAL: no fsync per commit, so 'add one' is our own cost, not the disk's."""
+    return work_ours(n, nq, adds, synchronous="NORMAL")
+
+
+WORKERS = {"ours": work_ours, "ours-nosync": work_ours_normal, "rank-bm25": work_rank_bm25}
+
+
+def run_worker(system: str, n: int, nq: int, adds: int) -> dict[str, Any]:
+    """One measurement in a fresh process, so peak RSS is that system's alone."""
+    if system == "openrath":
+        return work_openrath(n, nq, adds)
+    cmd = [sys.executable, __file__, "--worker", system, "--sizes", str(n), "--queries", str(nq), "--adds", str(adds)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    if out.returncode != 0:
+        raise SystemExit(f"{system} worker failed at n={n}:\n{out.stderr[-4000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def agreement(ours: list[list[int]], oracle: list[list[int]]) -> float:
+    pairs = [(set(a), set(b)) for a, b in zip(ours, oracle, strict=True) if b]
+    return sum(len(a & b) / len(b) for a, b in pairs) / max(len(pairs), 1)
+
+
+def fmt_ms(ms: float) -> str:
+    return f"{ms:,.2f} ms" if ms < 100 else f"{ms:,.0f} ms"
+
+
+def report(n: int, results: dict[str, dict[str, Any]]) -> list[str]:
+    ours = results["ours"]
+    o_med, _ = stats_ms(ours["recall"])
+    o_add, _ = stats_ms(ours["add"])
+    rows = []
+    for system, r in results.items():
+        med, p95 = stats_ms(r["recall"])
+        add, _ = stats_ms(r["add"])
+        agree = f"{agreement(r['tops'], results['rank-bm25']['tops']):.3f}" if system.startswith("ours") else ""
+        rows.append(
+            f"{n:>8,}  {system:<10} {fmt_ms(med):>12} {fmt_ms(p95):>12} {med / o_med:>8.1f}x "
+            f"{fmt_ms(add):>12} {add / o_add:>9.1f}x {r['rss_mb']:>8.0f} MB {len(r['recall']):>4}  {agree}"
+        )
+    return rows
+
+
+HEADER = (
+    f"{'items':>8}  {'system':<10} {'recall p50':>12} {'recall p95':>12} {'vs ours':>9} "
+    f"{'add one':>12} {'vs ours':>10} {'peak RSS':>11} {'qs':>4}  top-10 = bm25"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=50, help="recall queries per size (ours, rank-bm25)")
+    parser.add_argument("--peer-queries", type=int, default=10, help="recall queries per size for OpenRath")
+    parser.add_argument("--adds", type=int, default=200, help="single adds timed per size (ours)")
+    parser.add_argument("--no-peer", action="store_true", help="skip OpenRath")
+    parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.worker:
+        print(json.dumps(WORKERS[args.worker](sizes[0], args.queries, args.adds)))
+        return
+    print(f"disk: one fsync takes {fsync_ms():.2f} ms (median) right now; ours pays one per remember() commit")
+    for n in sizes:
+        results = {
+            "ours": run_worker("ours", n, args.queries, args.adds),
+            "ours-nosync": run_worker("ours-nosync", n, args.queries, args.adds),
+            "rank-bm25": run_worker("rank-bm25", n, args.queries, args.adds),
+        }
+        if not args.no_peer:
+            results["openrath"] = run_worker("openrath", n, args.peer_queries, 20)
+        rows = report(n, results)
+        print("\n".join(([HEADER] if n == sizes[0] else []) + rows), flush=True)
+        if n >= 100_000:
+            med, _ = stats_ms(results["ours"]["recall"])
+            add, _ = stats_ms(results["ours"]["add"])
+            print(
+                f"{'':>10}targets at {n:,}: recall median {med:.2f} ms < 20 ms: {'met' if med < 20 else 'MISSED'}; "
+                f"add one {add:.2f} ms < 2 ms: {'met' if add < 2 else 'MISSED'}"
+            )
+    print(
+        "\n'vs ours' = that system's time / ours (higher is slower). 'add one' is the median of single adds to a"
+        " store of N: ours commits one remember() to disk; rank-bm25 must rebuild its index; OpenRath writes a file."
+        " ours-nosync is ours with synchronous=NORMAL (no fsync per commit; survives a crash, not a power cut)."
+        " 'top-10 = bm25' is the mean share of rank-bm25's top 10 that ours also returns."
+    )
+
+
+if __name__ == "__main__":
+    main()
