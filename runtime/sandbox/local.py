@@ -26,6 +26,7 @@ from runtime.sandbox.base import (
     Capabilities,
     CommandResult,
     FileEntry,
+    PathEscapeError,
     SandboxError,
     SandboxFileNotFoundError,
     UnsupportedLanguageError,
@@ -192,6 +193,8 @@ class LocalBackend:
 
     async def open(self, workspace: str) -> LocalSandbox:
         path = self.path_of(workspace)
+        if path.is_symlink():  # a workspace replaced by a link would move the sandbox's root anywhere
+            raise PathEscapeError(f"workspace {workspace!r} is a symlink on disk; refusing to open it")
         await anyio.to_thread.run_sync(lambda: path.mkdir(parents=True, exist_ok=True))
         return LocalSandbox(workspace, path, use_bwrap=self.use_bwrap, max_output_bytes=self.max_output_bytes)
 

@@ -187,3 +187,11 @@ async def test_with_bwrap_there_is_no_network(tmp_path: Path) -> None:
         assert (await plain.run_code(code)).stdout == "connected\n"  # the same probe does reach it unisolated
     finally:
         listener.close()
+
+
+async def test_a_workspace_replaced_by_a_symlink_is_not_opened(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path / "workspaces", use_bwrap=False)
+    (tmp_path / "workspaces").mkdir()
+    os.symlink("/", tmp_path / "workspaces" / "hijacked")
+    with pytest.raises(PathEscapeError, match="symlink"):
+        await backend.open("hijacked")
