@@ -143,10 +143,23 @@ async def run_tool_calls(tools: Mapping[str, FlowToolCall], calls: Sequence[Tool
         for index, tool, args in lane:
             outcomes[index] = await _invoke(tool, calls[index], args)
 
-    async with anyio.create_task_group() as tg:
-        for lane in lanes.values():
-            tg.start_soon(run_lane, lane)
+    try:
+        async with anyio.create_task_group() as tg:
+            for lane in lanes.values():
+                tg.start_soon(run_lane, lane)
+    except BaseExceptionGroup as group:
+        # A control signal (a tool parked the run on an interrupt) leaves as itself, not wrapped in a
+        # group, so the durable layer recognises it; anything else is re-raised as it came.
+        signals, _ = group.split(ControlSignal)
+        if signals is not None:
+            raise _first_leaf(signals) from None
+        raise
     return [o for o in outcomes if o is not None]
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def tool_map(tools: Sequence[FlowToolCall]) -> dict[str, FlowToolCall]:

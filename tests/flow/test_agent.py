@@ -9,6 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from runtime import Runtime
+from runtime.errors import InterruptRaised
 from runtime.flow.agent import UNTRUSTED_HEADER, Agent, MemoryOptions
 from runtime.flow.tools import FlowToolCall, sandbox_tools
 from runtime.providers import ScriptedProvider
@@ -212,3 +213,19 @@ async def test_streaming_deltas_reach_the_callback(rt: Runtime) -> None:
     start = await rt.sessions.create([{"kind": "user", "content": "hi"}])
     result = await Agent("sys", ScriptedProvider(["hello there friend"]), on_delta=on_delta).run(rt, start.id)
     assert "".join(deltas) == result.answer == "hello there friend" and len(deltas) == 3
+
+
+@pytest.mark.anyio
+async def test_an_interrupt_raised_by_a_tool_leaves_the_loop_unwrapped(rt: Runtime) -> None:
+    async def ask_human() -> str:
+        raise InterruptRaised("int_0123")
+
+    async def harmless() -> str:
+        return "fine"
+
+    tools = [FlowToolCall("ask_human", "asks", OBJ, ask_human), FlowToolCall("harmless", "ok", OBJ, harmless)]
+    provider = ScriptedProvider([{"tool_calls": [{"name": "harmless"}, {"name": "ask_human"}]}])
+    start = await rt.sessions.create([{"kind": "user", "content": "go"}])
+    with pytest.raises(InterruptRaised) as info:
+        await Agent("sys", provider, tools).run(rt, start.id)
+    assert info.value.interrupt_id == "int_0123"
