@@ -169,11 +169,15 @@ def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
     return bool(row[0])
 
 
-def has_ready(conn: sqlite3.Connection, scope: Scope) -> float | None:
-    """The earliest ``next_at`` of a queued run (None when nothing is queued)."""
+def has_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
+    """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
+    if not workflows:
+        return None
+    marks = ", ".join("?" for _ in workflows)
     row = conn.execute(
-        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = ? AND project = ?",
-        (scope.tenant, scope.project),
+        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = ? AND project = ? "
+        f"AND workflow IN ({marks})",
+        (scope.tenant, scope.project, *workflows),
     ).fetchone()
     return None if row[0] is None else float(row[0])
 

@@ -86,7 +86,8 @@ class Worker:
                 await self._slot_free.wait()
                 continue
             self._wake = anyio.Event()
-            ready_at = await self.rt.db.read(lambda c: store.has_ready(c, self.rt.runs.scope))
+            ready = partial(store.has_ready, scope=self.rt.runs.scope, workflows=self.rt.workflows.names())
+            ready_at = await self.rt.db.read(ready)
             rows = await self.claim(free) if ready_at is not None and ready_at <= now() else []
             for row in rows:
                 lease = Lease(row["id"], row["lease_token"])
