@@ -335,12 +335,10 @@ class SessionService:
                 current = None  # known here only as an ancestor of an earlier import: fill it in
             if current is not None:
                 same = await self.store.chunks(header.id)
-                if (
-                    [sc.chunk for sc in same] == [c.chunk for c in doc.chunks]
-                    and current.usage == header.usage
-                    and current.metadata == header.metadata
-                    and current.parents == header.parents
-                ):
+                scope = {"tenant", "project"}
+                if [sc.chunk for sc in same] == [c.chunk for c in doc.chunks] and current.model_dump(
+                    exclude=scope
+                ) == header.model_dump(exclude=scope):
                     return current
                 raise InvalidInputError(
                     f"session {header.id} already exists here with different content; "

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,7 +70,20 @@ async def test_export_then_import_into_another_home_round_trips_exactly(tmp_path
             await rt2.sessions.get(up.nodes[0].id)  # a stub is not a session here
 
 
-async def test_import_is_idempotent_and_refuses_a_different_session_under_the_same_id(rt: Runtime) -> None:
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda h: h["usage"].update(total_tokens=h["usage"]["total_tokens"] + 1),
+        lambda h: h.update(placement={"backend": "local", "workspace": "elsewhere"}),
+        lambda h: h["metadata"].update(owner="mallory"),
+        lambda h: h.update(op="import"),
+        lambda h: h.update(parents=[]),
+    ],
+    ids=["usage", "placement", "metadata", "op", "parents"],
+)
+async def test_import_is_idempotent_and_refuses_a_different_session_under_the_same_id(
+    rt: Runtime, forge: Callable[[dict[str, Any]], None]
+) -> None:
     sid = await diamond(rt)
     text = await rt.sessions.export_jsonl(sid)
     before = count_rows(rt)
@@ -76,7 +91,7 @@ async def test_import_is_idempotent_and_refuses_a_different_session_under_the_sa
     assert count_rows(rt) == before
     lines = text.splitlines()
     header = json.loads(lines[0])
-    header["usage"]["total_tokens"] += 1
+    forge(header)
     forged = "\n".join([json.dumps(header), *lines[1:]])
     with pytest.raises(InvalidInputError, match="already exists here with different content"):
         await rt.sessions.import_jsonl(forged)
