@@ -5,6 +5,7 @@ URIs, recalls it by BM25 (SQLite FTS5, any script including Chinese and Japanese
 sessions: their transcript is archived and an ``Extractor`` picks out items worth keeping.
 """
 
+from runtime.memory.context import untrusted_context
 from runtime.memory.extract import Extractor, HeuristicExtractor, transcript
 from runtime.memory.model import SCOPES, CommitResult, MemoryHit, MemoryItem
 from runtime.memory.service import MemoryService
@@ -22,4 +23,5 @@ __all__ = [
     "NewMemory",
     "SQLiteMemoryStore",
     "transcript",
+    "untrusted_context",
 ]

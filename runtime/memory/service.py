@@ -116,11 +116,18 @@ class MemoryService:
             raise NotFoundError(f"nothing is remembered at {uri}; list('{PREFIX}') shows what is")
         return item
 
-    async def list(self, prefix: str = PREFIX, limit: int = 100) -> builtins.list[MemoryItem]:
-        """Items whose URI starts with ``prefix`` (e.g. ``memory://user/``), in URI order."""
+    async def list(
+        self, prefix: str = PREFIX, limit: int = 100, *, after: str | None = None
+    ) -> builtins.list[MemoryItem]:
+        """Items whose URI starts with ``prefix`` (e.g. ``memory://user/``), in URI order.
+
+        For the next page, pass the last URI of this one as ``after``.
+        """
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
             raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_LIST} (got {limit!r})")
-        return await self.store.scan(check_prefix(prefix), limit)
+        if after is not None and not isinstance(after, str):
+            raise InvalidInputError("after must be the last URI of the previous page")
+        return await self.store.scan(check_prefix(prefix), limit, after)
 
     async def forget(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
         """Delete the item with ``memory_id``, at ``uri``, or every item under ``prefix``; returns how many.

@@ -55,7 +55,7 @@ class MemoryStore(Protocol):
     async def search(self, terms: list[str], k: int, scope: str | None) -> list[Found]: ...
     async def get(self, memory_id: str) -> MemoryItem | None: ...
     async def at(self, uri: str) -> MemoryItem | None: ...
-    async def scan(self, prefix: str, limit: int) -> list[MemoryItem]: ...
+    async def scan(self, prefix: str, limit: int, after: str | None = None) -> list[MemoryItem]: ...
     async def delete(
         self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None
     ) -> int: ...
@@ -228,9 +228,11 @@ class SQLiteMemoryStore:
 
         return await self.db.read(read)
 
-    async def scan(self, prefix: str, limit: int) -> list[MemoryItem]:
-        """Items whose URI starts with ``prefix``, in URI order."""
+    async def scan(self, prefix: str, limit: int, after: str | None = None) -> list[MemoryItem]:
+        """Items whose URI starts with ``prefix`` (and sorts after ``after``), in URI order."""
         where, args = self._where(None, None, prefix)
+        if after is not None:
+            where, args = where + " AND uri > ?", (*args, after)
 
         def read(conn: sqlite3.Connection) -> list[MemoryItem]:
             rows = conn.execute(

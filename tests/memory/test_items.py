@@ -158,3 +158,12 @@ async def test_memory_survives_a_restart_and_is_shared_by_runtimes(home: Path) -
     async with Runtime.open(home) as reopened:
         again = await reopened.memory.read(item.uri)
         assert again == item and again.source == "run_abc"
+
+
+async def test_list_pages_with_after(rt: Runtime) -> None:
+    for i in range(5):
+        await rt.memory.remember(f"item {i}", scope="resources", path=f"docs/{i}")
+    first = await rt.memory.list("memory://resources/", limit=2)
+    second = await rt.memory.list("memory://resources/", limit=2, after=first[-1].uri)
+    third = await rt.memory.list("memory://resources/", limit=2, after=second[-1].uri)
+    assert [i.content for i in first + second + third] == [f"item {i}" for i in range(5)]
