@@ -90,6 +90,19 @@ def test_durable_run_survives_a_restart_and_resumes_after_approval(home: Path) -
     assert events.count("effect.succeeded") == 1, "the publish effect must happen exactly once"
 
 
+def test_agent_runs_tools_in_its_sandbox_and_cannot_leave_it(home: Path) -> None:
+    out = run_example("agent_sandbox.py", home)
+    assert re.search(r"run run_\w+: succeeded", out), out
+    assert "tool_result: wrote 11 bytes to todo.txt" in out
+    assert '"exit_code": 0, "stdout": "2\\n"' in out, "wc -l really ran in the workspace"
+    assert "leaves the workspace" in out
+    assert "assistant: todo.txt is written and has 2 items." in out
+    assert (home / "workspaces" / "default" / "todo.txt").read_text() == "bread\nmilk\n"
+    assert not list(home.parent.glob("todo.txt")), "nothing is written outside the home"
+    usage = re.search(r"usage: (\d+) tokens", out)
+    assert usage and int(usage.group(1)) > 0, out
+
+
 def test_mcp_client_drives_custom_workflows_over_stdio(home: Path) -> None:
     out = run_example("mcp_client.py", home)
     workflows = re.search(r"connected \(([\d-]+)\); workflows: (.*)", out)
