@@ -60,6 +60,19 @@ class Ledger(Workflow):
         return {**state, "finished": True}
 
 
+class TimedEffect(Workflow):
+    """A step timeout that strikes while a non-idempotent effect is in flight."""
+
+    @step(entry=True, timeout_s=0.5)
+    async def pay(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        async def paying() -> str:
+            record(state["log"], "pay-start")
+            await gate(state.get("effect_gate"))
+            return "paid"
+
+        return {**state, "paid": await ctx.effect("pay", paying)}
+
+
 class Questions(Workflow):
     """One step with an effect, two interrupts and an effect in between."""
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime import Runtime
+from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable import Worker
 from runtime.durable.reconcile import reap
 from runtime.durable.store import guarded_update
@@ -98,3 +98,26 @@ async def test_reconciliation_never_touches_a_call_whose_worker_holds_its_lease(
 
 async def _has_line(log: str, line: str) -> bool:
     return line in lines(log)
+
+
+async def test_a_step_that_fails_mid_effect_needs_review_and_resumes_once_resolved(
+    drt: Runtime, log: str, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    gate.touch()
+    run = await drt.runs.wait(
+        (await drt.runs.start("timed_effect", input={"log": log, "effect_gate": str(gate)})).id, 10
+    )
+    assert run.status == "needs_review" and "in flight" in (run.error or "")
+    (pay,) = await drt.runs.effects("ambiguous")
+    assert (pay.key, pay.effect_class) == ("pay", "non_idempotent")
+    with pytest.raises(InvalidInputError, match="outcome 'maybe'"):
+        await drt.runs.resolve_effect(pay.id, "maybe")
+    gate.unlink()
+    await drt.runs.resolve_effect(pay.id, "not_applied")
+    with pytest.raises(ConflictError, match="not ambiguous"):
+        await drt.runs.resolve_effect(pay.id, "applied")
+    done = await drt.runs.wait(run.id, 10)
+    assert done.status == "succeeded" and done.state["paid"] == "paid"
+    assert lines(log) == ["pay-start", "pay-start"]
+    assert await drt.runs.effects("ambiguous") == []
