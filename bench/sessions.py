@@ -162,9 +162,9 @@ async def _bytes_per_op(rt: Runtime, op: Op, count: int) -> float:
     return (await _db_bytes(rt) - start) / count
 
 
-async def measure_ours(sizes: list[int], repeats: int, bytes_ops: int) -> dict[int, dict[str, float]]:
+async def measure_ours(sizes: list[int], repeats: int, bytes_ops: int, sync: str) -> dict[int, dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="rath-bench-") as home:
-        async with Runtime.open(home, workers=0) as rt:  # no worker loop polling while we time
+        async with Runtime.open(home, workers=0, synchronous=sync) as rt:  # no worker loop polling while we time
             return await _measure(rt, sizes, repeats, bytes_ops)
 
 
@@ -260,14 +260,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10,1000,10000", help="session lengths, comma-separated")
     parser.add_argument("--repeats", type=int, default=50, help="repeats per op (medians reported)")
     parser.add_argument("--bytes-ops", type=int, default=100, help="ops per bytes measurement (a 4 KiB page / N)")
+    parser.add_argument(
+        "--synchronous",
+        default="FULL",
+        choices=["FULL", "NORMAL", "OFF"],
+        help="our SQLite durability: FULL fsyncs every commit (default); NORMAL (WAL) survives a process crash"
+        " but not a power cut, like OpenRath's flushed-not-fsynced file",
+    )
     parser.add_argument("--no-peer", action="store_true", help="measure rath-mcp only (no OpenRath venv)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    ours = anyio.run(measure_ours, sizes, args.repeats, args.bytes_ops)
+    ours = anyio.run(measure_ours, sizes, args.repeats, args.bytes_ops, args.synchronous)
     peer = None
     if not args.no_peer:
         raw = json.loads(run_peer(PEER, json.dumps(sizes), str(args.repeats)))
         peer = {int(k): v for k, v in raw.items()}
+    print(f"rath-mcp: SQLite synchronous={args.synchronous}; medians of {args.repeats} repeats")
     print(report(sizes, ours, peer))
 
 
