@@ -1,4 +1,7 @@
-"""Sandboxes: where tools run. One ``Backend`` protocol; ``local`` and ``opensandbox`` backends."""
+"""Sandboxes: where tools run. One ``Backend`` protocol; ``local`` and ``opensandbox`` backends.
+
+``SandboxRegistry`` (``rt.sandboxes``) maps a session's placement to an opened ``Sandbox``.
+"""
 
 from runtime.sandbox.base import (
     Backend,
@@ -15,6 +18,11 @@ from runtime.sandbox.base import (
     UnsupportedLanguageError,
     check_workspace_name,
 )
+from runtime.sandbox.local import LocalBackend, LocalSandbox
+from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
+from runtime.sandbox.opensandbox_box import OpenSandboxSandbox
+from runtime.sandbox.registry import SandboxRegistry
+from runtime.sandbox.workspaces import WorkspaceExistsError
 
 __all__ = [
     "Backend",
@@ -23,11 +31,18 @@ __all__ = [
     "CommandResult",
     "FileEntry",
     "InvalidWorkspaceError",
+    "LocalBackend",
+    "LocalSandbox",
     "NotAFileError",
+    "OpenSandboxBackend",
+    "OpenSandboxSandbox",
+    "OpenSandboxSettings",
     "PathEscapeError",
     "Sandbox",
     "SandboxError",
     "SandboxFileNotFoundError",
+    "SandboxRegistry",
     "UnsupportedLanguageError",
+    "WorkspaceExistsError",
     "check_workspace_name",
 ]
