@@ -223,14 +223,14 @@ def report(n: int, results: dict[str, dict[str, Any]]) -> list[str]:
         add, _ = stats_ms(r["add"])
         agree = f"{agreement(r['tops'], results['rank-bm25']['tops']):.3f}" if system.startswith("ours") else ""
         rows.append(
-            f"{n:>8,}  {system:<10} {fmt_ms(med):>12} {fmt_ms(p95):>12} {med / o_med:>8.1f}x "
+            f"{n:>8,}  {system:<11} {fmt_ms(med):>12} {fmt_ms(p95):>12} {med / o_med:>8.1f}x "
             f"{fmt_ms(add):>12} {add / o_add:>9.1f}x {r['rss_mb']:>8.0f} MB {len(r['recall']):>4}  {agree}"
         )
     return rows
 
 
 HEADER = (
-    f"{'items':>8}  {'system':<10} {'recall p50':>12} {'recall p95':>12} {'vs ours':>9} "
+    f"{'items':>8}  {'system':<11} {'recall p50':>12} {'recall p95':>12} {'vs ours':>9} "
     f"{'add one':>12} {'vs ours':>10} {'peak RSS':>11} {'qs':>4}  top-10 = bm25"
 )
 
