@@ -64,8 +64,12 @@ class ClientSampling:
         caps = ctx.session.client_capabilities
         if caps is None or caps.sampling is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await call_next(ctx)
-        key = id(ctx.session._connection)
-        client = self._clients.pop(key, None) or _Client(ctx.session, caps.sampling.tools is not None, [])
+        connection = ctx.session._connection  # private: the SDK has no public per-connection identity here
+        key = id(connection)
+        client = self._clients.pop(key, None)
+        if client is None:
+            client = _Client(ctx.session, caps.sampling.tools is not None, [])
+            connection.exit_stack.callback(self._clients.pop, key, None)  # forget it when it closes
         client.session = ctx.session
         self._clients[key] = client  # re-inserted: newest last
         while len(self._clients) > MAX_REMEMBERED:

@@ -75,15 +75,24 @@ class RunSubscriptions:
         if run_id is None:
             return  # other resources never change under a subscriber; accepting is harmless
         watch = await self._watch(run_id)
-        _, uris = watch.sessions.setdefault(id(session._connection), (session, set()))
+        connection = session._connection  # private: subscriptions belong to the connection, not the request
+        if id(connection) not in watch.sessions:
+            connection.exit_stack.callback(self._drop_connection, run_id, id(connection))
+        _, uris = watch.sessions.setdefault(id(connection), (session, set()))
         uris.add(uri)
+
+    def _drop_connection(self, run_id: str, key: int) -> None:
+        """A subscribed connection closed: its subscriptions end with it."""
+        watch = self._watches.get(run_id)
+        if watch is not None and watch.sessions.pop(key, None) is not None:
+            self._stop_if_idle(run_id, watch)
 
     def unsubscribe_session(self, session: ServerSession, uri: str) -> None:
         run_id = run_of(uri)
         watch = self._watches.get(run_id) if run_id else None
         if watch is None:
             return
-        key = id(session._connection)
+        key = id(session._connection)  # private, as above
         entry = watch.sessions.get(key)
         if entry is not None:
             entry[1].discard(uri)

@@ -160,3 +160,11 @@ async def test_delegate_to_a_run_that_waits_on_a_human_returns_the_handle(client
 async def test_unknown_run_ids_say_how_to_find_one(client: Client) -> None:
     text = await call_error(client, "run_get", run_id="run_missing")
     assert "run_missing" in text
+
+
+async def test_delegate_defaults_to_the_agent_workflow_which_runs_offline(client: Client) -> None:
+    result = await call(client, "delegate", task="Say hello back.", wait_s=30)
+    assert result["status"] == "succeeded", result["error"]
+    assert result["answer"] and result["session_id"].startswith("ses_")
+    run = await call(client, "run_get", run_id=result["run_id"])
+    assert run["workflow"] == "agent"

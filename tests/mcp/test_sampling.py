@@ -82,3 +82,12 @@ async def test_without_a_sampling_client_the_run_fails_saying_what_to_connect(cl
     inp = {"provider": "sampling", "memory": False}
     run = await call(client, "run_start", workflow="agent", message="hi", input=inp, wait_s=20)
     assert run["status"] == "failed" and "sampling" in run["error"]
+
+
+async def test_a_disconnected_sampling_client_is_forgotten(server: MCPServer) -> None:
+    async with Client(server, mode="legacy", sampling_callback=ClientModel()) as gone:
+        await call(gone, "session_list")
+    async with Client(server, mode="2026-07-28") as client:
+        inp = {"provider": "sampling", "memory": False}
+        run = await call(client, "run_start", workflow="agent", message="hi", input=inp, wait_s=20)
+        assert run["status"] == "failed" and "no connected MCP client offers sampling" in run["error"]
