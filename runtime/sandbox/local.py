@@ -120,6 +120,9 @@ class LocalSandbox:
     ) -> CommandResult:
         argv = command_argv(command)
         timeout_s = check_timeout(timeout_s)
+        if "/" not in argv[0] and shutil.which(argv[0], path=_search_path()) is None:
+            # Same answer with or without bwrap (bwrap itself would exit 1): the shell's 127.
+            return CommandResult(127, "", f"cannot run {argv[0]!r}: command not found\n", False, False, 0.0)
         workdir = await anyio.to_thread.run_sync(self._files.directory, cwd)
         full_env = {"PATH": _search_path(), "HOME": str(self.root), "LANG": _LANG, "LC_ALL": _LANG}
         full_env.update(check_env(env))

@@ -212,10 +212,14 @@ class OpenSandboxSandbox:
                     await self._call("interrupt command", lambda i=exec_id: self.sdk.commands.interrupt(i))  # type: ignore[misc]
         code = execution.exit_code if execution is not None and execution.exit_code is not None else TIMEOUT_EXIT_CODE
         timed_out = guard.cancelled_caught or (code == TIMEOUT_EXIT_CODE and elapsed >= timeout_s * 0.95)
+        stderr = err.text()
+        if execution is not None and execution.exit_code is None and execution.error is not None and not timed_out:
+            # execd could not start the program: its error value is a message, not an exit code.
+            code, stderr = 127, stderr + f"cannot run {argv[0]!r}: {execution.error.value}\n"
         return CommandResult(
             exit_code=TIMEOUT_EXIT_CODE if timed_out else code,
             stdout=out.text(),
-            stderr=err.text(),
+            stderr=stderr,
             timed_out=timed_out,
             truncated=bool(out.dropped or err.dropped),
             duration_s=elapsed,

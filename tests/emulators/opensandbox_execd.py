@@ -189,7 +189,11 @@ def execd_routes(emu: Emulator) -> list[Route]:
         try:
             proc = await _start(sandbox, body)
         except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
-            return _error(400, "INVALID_REQUEST", f"cannot start command: {exc}")
+            # execd reports a launch failure in-stream: init, then an error whose evalue is the message.
+            message = f"fork/exec {body['argv'][0] if body.get('argv') else 'sh'}: {exc.strerror}"
+            failure = {"ename": "CommandExecError", "evalue": message, "traceback": [message]}
+            frames = _frame("init", text=uuid.uuid4().hex) + _frame("error", error=failure)
+            return Response(frames, media_type="text/event-stream")
         stream = _stream_command(sandbox, proc, int(body.get("timeout") or 0))
         return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 

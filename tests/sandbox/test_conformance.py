@@ -64,6 +64,10 @@ async def test_a_missing_executable_fails_with_a_message(sandbox: Sandbox) -> No
     result = await sandbox.run_command("no-such-program-xyz")
     assert result.exit_code == 127
     assert "no-such-program-xyz" in result.stderr
+    direct = await sandbox.run_command(["no-such-program-xyz", "--flag"])
+    assert direct.exit_code == 127 and not direct.timed_out
+    assert "no-such-program-xyz" in direct.stderr
+    assert (await sandbox.run_command("echo usable")).ok
 
 
 async def test_env_reaches_the_command_and_host_env_does_not(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
