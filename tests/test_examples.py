@@ -202,6 +202,8 @@ def client_configs(home: Path) -> dict[str, tuple[str, list[str]]]:
     printer = next(b for b in readme_blocks("") if "mcpServers" in b)
     env = {**os.environ, "HOME": str(home)}
     printed = subprocess.run(["bash", "-c", printer], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    shown = readme_blocks("json")[1].replace("/home/me/rath-mcp", str(ROOT)).replace("/home/me", str(home))
+    assert printed.stdout == shown, "the README shows what the Claude Desktop one-liner prints"
     desktop = json.loads(printed.stdout)["mcpServers"]["rath"]
     return {
         "vscode": (vscode["command"].replace("${workspaceFolder}", str(ROOT)), vscode_args),
