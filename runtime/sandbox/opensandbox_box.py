@@ -11,6 +11,7 @@ independent of where the container mounts things); the file is removed afterward
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import time
 import uuid
@@ -44,6 +45,22 @@ from runtime.sandbox.process import TIMEOUT_EXIT_CODE, truncation_marker
 HIDDEN_PREFIX = ".rath-"
 _CLIENT_GRACE_S = 5.0  # the server enforces the timeout; the client waits this much longer, then interrupts
 _T = TypeVar("_T")
+
+
+class _Drop404(logging.Filter):
+    """Drops the SDK's ERROR-with-traceback records for 404s: to us a missing file is an answer, not a fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+        return status != 404
+
+
+def quiet_expected_404s() -> None:
+    """Install the filter once on the SDK's filesystem logger (idempotent)."""
+    sdk_logger = logging.getLogger("opensandbox.adapters.filesystem_adapter")
+    if not any(isinstance(f, _Drop404) for f in sdk_logger.filters):
+        sdk_logger.addFilter(_Drop404())
 
 
 def translate(exc: SandboxException, what: str) -> SandboxError:
@@ -84,6 +101,7 @@ class OpenSandboxSandbox:
     def __init__(self, workspace: str, sdk: SdkSandbox, *, root_dir: str, max_output_bytes: int) -> None:
         self.workspace = workspace
         self.sdk = sdk
+        quiet_expected_404s()
         self.root_dir = root_dir
         self._max_output = max_output_bytes
         self.capabilities = Capabilities(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 
 import httpx
 import pytest
 
-from runtime.sandbox import BackendUnavailableError
+from runtime.sandbox import BackendUnavailableError, SandboxFileNotFoundError
 from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
 from tests.sandbox.conftest import EMULATOR_API_KEY
 
@@ -80,3 +81,20 @@ async def test_a_caller_supplied_transport_carries_every_request(opensandbox_dom
 def test_root_dir_must_be_absolute() -> None:
     with pytest.raises(Exception, match="absolute"):
         OpenSandboxBackend("127.0.0.1:1", "k", root_dir="workspace")
+
+
+async def test_a_missing_file_is_an_answer_not_an_error_log(
+    opensandbox_domain: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="quiet")
+    sandbox = await backend.open("w")
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert not await sandbox.exists("missing.txt")
+            with pytest.raises(SandboxFileNotFoundError):
+                await sandbox.read_file("missing.txt")
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("opensandbox")] == []
+    finally:
+        await sandbox.close()
+        await backend.destroy("w")
+        await backend.aclose()
