@@ -14,6 +14,7 @@ Confinement, in layers:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -66,6 +67,7 @@ _ETC_ENTRIES = (
 _LANG = "C.UTF-8"
 
 
+@functools.cache
 def _python() -> str:
     """The base interpreter (not our virtualenv): sandboxed code sees the stdlib, not our packages."""
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -120,12 +122,12 @@ class LocalSandbox:
     ) -> CommandResult:
         argv = command_argv(command)
         timeout_s = check_timeout(timeout_s)
-        if "/" not in argv[0] and shutil.which(argv[0], path=_search_path()) is None:
-            # Same answer with or without bwrap (bwrap itself would exit 1): the shell's 127.
-            return CommandResult(127, "", f"cannot run {argv[0]!r}: command not found\n", False, False, 0.0)
         workdir = await anyio.to_thread.run_sync(self._files.directory, cwd)
         full_env = {"PATH": _search_path(), "HOME": str(self.root), "LANG": _LANG, "LC_ALL": _LANG}
         full_env.update(check_env(env))
+        if "/" not in argv[0] and shutil.which(argv[0], path=full_env["PATH"]) is None:
+            # Same answer with or without bwrap (bwrap itself would exit 1): the shell's 127.
+            return CommandResult(127, "", f"cannot run {argv[0]!r}: command not found\n", False, False, 0.0)
         if self._use_bwrap:
             argv = self._bwrap_prefix(workdir) + argv
         stdin_bytes = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
