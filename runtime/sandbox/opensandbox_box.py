@@ -11,6 +11,7 @@ independent of where the container mounts things); the file is removed afterward
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 import time
@@ -194,8 +195,11 @@ class OpenSandboxSandbox:
         timeout_s = check_timeout(timeout_s)
         env = check_env(env)
         workdir = self._abs(cwd)
-        if await self._kind(cwd) != "directory":
-            raise SandboxFileNotFoundError(f"cwd {cwd!r} is not a directory in workspace {self.workspace!r}")
+        kind = await self._kind(cwd)
+        if kind is None:
+            raise SandboxFileNotFoundError(f"cwd {cwd!r} does not exist in workspace {self.workspace!r}")
+        if kind != "directory":
+            raise NotAFileError(f"cwd {cwd!r} is a file, not a directory; pass a directory as cwd")
         stdin_file = None
         if stdin is not None:
             stdin_file = posixpath.join(self.root_dir, f"{HIDDEN_PREFIX}stdin-{uuid.uuid4().hex}")
@@ -205,7 +209,8 @@ class OpenSandboxSandbox:
             return await self._execute(argv, env, timeout_s, workdir)
         finally:
             if stdin_file is not None:
-                with anyio.CancelScope(shield=True):
+                # Best effort: a leftover scratch file must not turn a finished command into an error.
+                with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                     await self._call("remove stdin", lambda: self.sdk.files.delete_files([stdin_file]))
 
     async def _execute(self, argv: list[str], env: dict[str, str], timeout_s: float, workdir: str) -> CommandResult:

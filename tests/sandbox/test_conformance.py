@@ -160,7 +160,7 @@ async def test_listings_are_sorted_by_name_with_kinds_and_sizes(sandbox: Sandbox
 async def test_commands_run_in_the_requested_directory(sandbox: Sandbox) -> None:
     await sandbox.write_file("sub/here.txt", "x")
     assert (await sandbox.run_command("ls", cwd="sub")).stdout == "here.txt\n"
-    with pytest.raises(SandboxError):
+    with pytest.raises(NotAFileError, match="not a directory"):
         await sandbox.run_command("true", cwd="sub/here.txt")
 
 
