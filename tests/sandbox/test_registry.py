@@ -120,3 +120,21 @@ async def test_runtime_refuses_an_unknown_default_backend(home: Path) -> None:
     with pytest.raises(SandboxError, match="unknown sandbox backend"):
         async with Runtime.open(home, workers=0, sandbox="nope"):
             pass
+
+
+async def test_forking_a_session_with_isolated_workspaces_gives_each_child_its_own_copy(home: Path) -> None:
+    async with Runtime.open(home, workers=0) as rt:
+        parent = await rt.sessions.create([{"kind": "user", "content": "build it"}], placement=Placement(workspace="w"))
+        workdir = await rt.sandboxes.get(parent.placement)
+        await workdir.write_file("src/app.py", "print('v1')\n")
+
+        placements = [await rt.sandboxes.isolate(parent.placement) for _ in range(2)]
+        children = await rt.sessions.fork(parent.id, 2, placements=placements)
+        boxes = [await rt.sandboxes.get(child.placement) for child in children]
+        assert len({box.workspace for box in boxes} | {workdir.workspace}) == 3
+        await boxes[0].write_file("src/app.py", "print('child 0')\n")
+        assert (await boxes[1].run_code("print(open('src/app.py').read(), end='')")).stdout == "print('v1')\n"
+        assert await workdir.read_file("src/app.py") == b"print('v1')\n"
+
+        plain = await rt.sessions.fork(parent.id, 1)  # without isolation the child shares the workspace
+        assert await rt.sandboxes.get(plain[0].placement) is workdir
