@@ -49,7 +49,7 @@ class SandboxRegistry:
         }
         self.default_backend = self._check_backend(default_backend)
         self._open: dict[tuple[str, str], Sandbox] = {}
-        self._lock = anyio.Lock()
+        self._locks: dict[tuple[str, str], anyio.Lock] = {}
 
     def register(self, backend: Backend) -> None:
         """Add (or replace) a backend, e.g. a test fake implementing the ``Backend`` protocol."""
@@ -72,7 +72,9 @@ class SandboxRegistry:
     async def get(self, placement: Placement) -> Sandbox:
         """The opened sandbox for ``placement`` (opened on first use, then cached)."""
         key = self._key(placement)
-        async with self._lock:
+        # One lock per workspace: a slow container start does not hold up other workspaces.
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:
             sandbox = self._open.get(key)
             if sandbox is None:
                 sandbox = await self.backends[key[0]].open(key[1])
@@ -90,7 +92,7 @@ class SandboxRegistry:
     async def destroy(self, placement: Placement) -> None:
         """Remove a workspace and forget its opened sandbox."""
         key = self._key(placement)
-        async with self._lock:
+        async with self._locks.setdefault(key, anyio.Lock()):
             sandbox = self._open.pop(key, None)
         if sandbox is not None:
             await sandbox.close()
@@ -98,8 +100,7 @@ class SandboxRegistry:
 
     async def aclose(self) -> None:
         """Close every opened sandbox and backend connection (workspaces stay; they are data)."""
-        async with self._lock:
-            opened, self._open = list(self._open.values()), {}
+        opened, self._open = list(self._open.values()), {}
         with anyio.CancelScope(shield=True):
             for sandbox in opened:
                 await sandbox.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import anyio
 import pytest
 
 from runtime import Placement, Runtime
@@ -138,3 +139,17 @@ async def test_forking_a_session_with_isolated_workspaces_gives_each_child_its_o
 
         plain = await rt.sessions.fork(parent.id, 1)  # without isolation the child shares the workspace
         assert await rt.sandboxes.get(plain[0].placement) is workdir
+
+
+async def test_concurrent_gets_of_one_workspace_open_it_once(tmp_path: Path) -> None:
+    registry = SandboxRegistry(tmp_path)
+    got: list[object] = []
+
+    async def grab() -> None:
+        got.append(await registry.get(Placement(workspace="busy")))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(8):
+            tg.start_soon(grab)
+    assert len(got) == 8 and all(g is got[0] for g in got)
+    await registry.aclose()
