@@ -34,7 +34,7 @@ def relative_parts(path: str) -> tuple[str, ...]:
         raise SandboxError(f"path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise SandboxError(f"path {path!r} contains a NUL byte; remove it")
-    if path.startswith("/") or path.startswith("~"):
+    if path.startswith("/") or path == "~" or path.startswith("~/"):  # '~x' is a plain file name
         raise PathEscapeError(
             f"path {path!r} is absolute; sandbox paths are relative to the workspace root "
             "(e.g. 'src/main.py' instead of '/src/main.py')"

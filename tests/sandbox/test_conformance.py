@@ -196,6 +196,8 @@ async def test_dotdot_inside_the_workspace_is_fine(sandbox: Sandbox) -> None:
     await sandbox.write_file("a/../b.txt", "ok")
     assert await sandbox.read_file("b.txt") == b"ok"
     assert await sandbox.exists("./a/../b.txt")
+    await sandbox.write_file("~backup..txt", "plain name")
+    assert [e.name for e in await sandbox.list_dir("")] == ["b.txt", "~backup..txt"]
 
 
 async def test_huge_output_is_truncated_and_says_so(sandbox: Sandbox) -> None:
