@@ -153,7 +153,9 @@ class LiveContext(StepContext):
             if inspect.iscoroutinefunction(fn):
                 value: Any = await fn()
             else:
-                value = await anyio.to_thread.run_sync(fn)
+                # A cancel or timeout must not wait for a blocking function: the effect stays
+                # ``dispatched`` and is settled like a crash (ambiguous if non-idempotent).
+                value = await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:

@@ -143,6 +143,8 @@ class RunService:
             signal = self._signal(run_id)
             run = await self.get(run_id)
             left = deadline - anyio.current_time()
+            if run.status in TERMINAL:
+                self._waiters.pop(run_id, None)  # nothing will signal it any more
             if run.status in SETTLED or left <= 0:
                 return run
             await self._changed(signal, min(POLL_S, left))

@@ -212,6 +212,11 @@ class Workflow:
     Class attributes: ``name`` (default: snake_case of the class name), ``input_schema`` (JSON
     schema of a run's ``input``, optional). Define steps with ``@step``/``@router``, or one
     ``async def forward(self, session, ctx) -> Session | SessionInfo``.
+
+    One instance serves every run of the workflow (concurrently): keep per-run data in the
+    state dict, never on ``self``. A step receives a fresh copy of the committed state and
+    returns the new state; it may run again (retry, resume, crash), so side effects belong in
+    ``ctx.effect``.
     """
 
     name: str = ""
