@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.sessions import jsonl
@@ -25,6 +25,7 @@ from runtime.sessions.model import (
 from runtime.sessions.store import NewSession, SessionStore, StoredChunk
 
 MergeStrategy = Literal["append", "concat"]
+M = TypeVar("M", Usage, Placement)
 MAX_FORK_COUNT = 64
 
 
@@ -69,6 +70,17 @@ def _json_object(value: dict[str, Any] | None) -> dict[str, Any]:
     return normal
 
 
+def _model(cls: type[M], value: M | dict[str, Any] | None, what: str) -> M | None:
+    """``value`` as a ``cls`` (a dict is validated), or a clear error naming the field."""
+    if value is None or isinstance(value, cls):
+        return value
+    try:
+        return cls.model_validate(value)
+    except ValueError as exc:
+        fields = ", ".join(cls.model_fields)
+        raise InvalidInputError(f"{what} is not valid ({exc}); it is an object with {fields}") from None
+
+
 class SessionService:
     """Session operations for one tenant/project, reached as ``runtime.sessions``."""
 
@@ -106,12 +118,13 @@ class SessionService:
         self,
         chunks: Sequence[Chunk | dict[str, Any]] = (),
         *,
-        placement: Placement | None = None,
+        placement: Placement | dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
-        usage: Usage | None = None,
+        usage: Usage | dict[str, Any] | None = None,
     ) -> Session:
         """A new root session holding ``chunks``."""
         items = _as_chunks(chunks)
+        placement, usage = _model(Placement, placement, "placement"), _model(Usage, usage, "usage")
         (info,) = await self.store.insert(
             [
                 NewSession(
@@ -131,7 +144,7 @@ class SessionService:
         session_id: str,
         chunks: Sequence[Chunk | dict[str, Any]],
         *,
-        usage: Usage | None = None,
+        usage: Usage | dict[str, Any] | None = None,
         op: SessionOp = "append",
         metadata: dict[str, Any] | None = None,
     ) -> SessionInfo:
@@ -140,6 +153,7 @@ class SessionService:
         Costs the new chunks only, whatever the session's length (no read of its history).
         """
         items = _as_chunks(chunks)
+        usage = _model(Usage, usage, "usage")
         base = await self.store.info(session_id)
         (info,) = await self.store.insert(
             [
@@ -158,13 +172,14 @@ class SessionService:
         return info
 
     async def fork(
-        self, session_id: str, count: int = 1, *, placements: Sequence[Placement] | None = None
+        self, session_id: str, count: int = 1, *, placements: Sequence[Placement | dict[str, Any]] | None = None
     ) -> list[SessionInfo]:
         """``count`` children sharing the session's chunks (O(1) each: nothing is copied)."""
         if not 1 <= count <= MAX_FORK_COUNT:
             raise InvalidInputError(f"count must be between 1 and {MAX_FORK_COUNT}, got {count}")
         if placements is not None and len(placements) != count:
             raise InvalidInputError("give one placement per fork")
+        places = [_model(Placement, p, "placement") for p in placements] if placements is not None else None
         base = await self.store.info(session_id)
         return await self.store.insert(
             [
@@ -172,7 +187,7 @@ class SessionService:
                     op="fork",
                     parents=(session_id,),
                     chunks=(),
-                    placement=placements[i] if placements else base.placement,
+                    placement=places[i] or base.placement if places else base.placement,
                     usage=base.usage,
                     metadata=dict(base.metadata),
                     base_of=session_id,
@@ -206,9 +221,9 @@ class SessionService:
         chunks: Sequence[Chunk | dict[str, Any]],
         *,
         op: SessionOp,
-        usage: Usage | None = None,
+        usage: Usage | dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
-        placement: Placement | None = None,
+        placement: Placement | dict[str, Any] | None = None,
     ) -> SessionInfo:
         """A session with new content whose lineage points at ``parents`` (compress, run results).
 
@@ -216,6 +231,7 @@ class SessionService:
         ancestor once), so a run or compress result carries what led to it.
         """
         items = _as_chunks(chunks)
+        placement, usage = _model(Placement, placement, "placement"), _model(Usage, usage, "usage")
         infos = [await self.store.info(p) for p in parents]
         first = infos[0] if infos else None
         shared = total_usage((await self.store.ancestry(list(parents))).values()) if parents else Usage()

@@ -240,3 +240,28 @@ async def test_metadata_reads_back_as_it_was_returned(rt: Runtime) -> None:
     s = await rt.sessions.create([user("a")], metadata={"tags": ("x", "y"), "n": {"deep": [1, None]}})
     assert s.metadata == {"tags": ["x", "y"], "n": {"deep": [1, None]}}
     assert (await rt.sessions.info(s.id)).metadata == s.metadata
+
+
+async def test_usage_and_placement_may_be_plain_dicts(rt: Runtime) -> None:
+    s = await rt.sessions.create([user("a")], usage={"total_tokens": 3}, placement={"workspace": "w"})
+    assert s.usage == Usage(total_tokens=3) and s.placement == Placement(workspace="w")
+    a = await rt.sessions.append(s.id, [user("b")], usage={"prompt_tokens": 1, "total_tokens": 1})
+    assert a.usage == Usage(prompt_tokens=1, total_tokens=4)
+    (f,) = await rt.sessions.fork(a.id, placements=[{"backend": "opensandbox"}])
+    assert f.placement == Placement(backend="opensandbox")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"usage": {"total_tokens": -1}}, "usage is not valid"),
+        ({"usage": {"tokens": 5}}, "usage is not valid"),
+        ({"placement": {"backend": 7}}, "placement is not valid"),
+    ],
+)
+async def test_bad_usage_or_placement_is_refused_and_writes_nothing(
+    rt: Runtime, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        await rt.sessions.create([user("a")], **kwargs)
+    assert await session_count(rt) == 0
