@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 from runtime.errors import NotFoundError, UsageError
 
 DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024  # read_file refuses larger files: they would all land in memory
 
 
 class SandboxError(UsageError):
@@ -34,6 +35,17 @@ class SandboxFileNotFoundError(SandboxError, NotFoundError):
 
 class NotAFileError(SandboxError):
     """A file operation was asked of a directory (or a directory operation of a file)."""
+
+
+class FileTooLargeError(SandboxError):
+    """``read_file`` of a file larger than the backend's ``max_file_bytes``."""
+
+
+def too_large(path: str, size: int, limit: int) -> FileTooLargeError:
+    return FileTooLargeError(
+        f"{path!r} is {size} bytes, more than the {limit}-byte read limit; "
+        f"read parts of it with a command instead (e.g. head -c 100000 {path!r}, or sed -n '1,200p')"
+    )
 
 
 class UnsupportedLanguageError(SandboxError):

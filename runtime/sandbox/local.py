@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 
 from runtime.sandbox.base import (
+    DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_OUTPUT_BYTES,
     Capabilities,
     CommandResult,
@@ -84,10 +85,18 @@ class LocalSandbox:
 
     backend = "local"
 
-    def __init__(self, workspace: str, root: Path, *, use_bwrap: bool, max_output_bytes: int) -> None:
+    def __init__(
+        self,
+        workspace: str,
+        root: Path,
+        *,
+        use_bwrap: bool,
+        max_output_bytes: int,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
         self.workspace = workspace
         self.root = root.resolve()
-        self._files = LocalFiles(self.root, workspace)
+        self._files = LocalFiles(self.root, workspace, max_file_bytes=max_file_bytes)
         self._use_bwrap = use_bwrap
         self._max_output = max_output_bytes
         languages = ["python", "sh"] + (["bash"] if shutil.which("bash") else [])
@@ -185,6 +194,7 @@ class LocalBackend:
         *,
         use_bwrap: bool | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.root = Path(root)
         available = shutil.which("bwrap") is not None
@@ -192,6 +202,7 @@ class LocalBackend:
             raise SandboxError("use_bwrap=True but bubblewrap is not installed; install it: apt-get install bubblewrap")
         self.use_bwrap = available if use_bwrap is None else use_bwrap
         self.max_output_bytes = max_output_bytes
+        self.max_file_bytes = max_file_bytes
 
     def path_of(self, workspace: str) -> Path:
         return self.root / check_workspace_name(workspace)
@@ -201,7 +212,13 @@ class LocalBackend:
         if path.is_symlink():  # a workspace replaced by a link would move the sandbox's root anywhere
             raise PathEscapeError(f"workspace {workspace!r} is a symlink on disk; refusing to open it")
         await anyio.to_thread.run_sync(lambda: path.mkdir(parents=True, exist_ok=True))
-        return LocalSandbox(workspace, path, use_bwrap=self.use_bwrap, max_output_bytes=self.max_output_bytes)
+        return LocalSandbox(
+            workspace,
+            path,
+            use_bwrap=self.use_bwrap,
+            max_output_bytes=self.max_output_bytes,
+            max_file_bytes=self.max_file_bytes,
+        )
 
     async def clone(self, src_workspace: str, dst_workspace: str) -> None:
         src, dst = self.path_of(src_workspace), self.path_of(dst_workspace)

@@ -14,7 +14,15 @@ import os
 import stat
 from pathlib import Path
 
-from runtime.sandbox.base import FileEntry, NotAFileError, SandboxError, SandboxFileNotFoundError, to_bytes
+from runtime.sandbox.base import (
+    DEFAULT_MAX_FILE_BYTES,
+    FileEntry,
+    NotAFileError,
+    SandboxError,
+    SandboxFileNotFoundError,
+    to_bytes,
+    too_large,
+)
 from runtime.sandbox.paths import display, open_dir_beneath, refused, resolve_inside
 
 # O_NONBLOCK: opening a FIFO someone made in the workspace must not hang; it is refused below.
@@ -24,9 +32,10 @@ _FILE_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 class LocalFiles:
     """Confined file access under one resolved workspace root."""
 
-    def __init__(self, root: Path, workspace: str) -> None:
+    def __init__(self, root: Path, workspace: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.root = root
         self.workspace = workspace
+        self.max_file_bytes = max_file_bytes
 
     def _root_fd(self) -> int:
         return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -77,17 +86,20 @@ class LocalFiles:
         finally:
             os.close(root_fd)
         try:
-            mode = os.fstat(fd).st_mode
+            st = os.fstat(fd)
+            mode = st.st_mode
             if stat.S_ISDIR(mode):
                 raise NotAFileError(f"{path!r} is a directory; use list_dir({path!r}) to see its entries")
             if not stat.S_ISREG(mode):
                 raise NotAFileError(f"{path!r} is not a regular file (a device, FIFO or socket); it cannot be read")
+            if st.st_size > self.max_file_bytes:
+                raise too_large(path, st.st_size, self.max_file_bytes)
             os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)
             raise
         with os.fdopen(fd, "rb") as handle:
-            return handle.read()
+            return handle.read(self.max_file_bytes + 1)[: self.max_file_bytes]  # it may have grown since fstat
 
     def write(self, path: str, data: bytes | str) -> None:
         payload = to_bytes(data)

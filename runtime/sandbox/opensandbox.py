@@ -25,7 +25,13 @@ from opensandbox.exceptions import SandboxException
 from opensandbox.models.filesystem import WriteEntry
 from opensandbox.models.sandboxes import SandboxFilter
 
-from runtime.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, SandboxError, SandboxFileNotFoundError, check_workspace_name
+from runtime.sandbox.base import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    SandboxError,
+    SandboxFileNotFoundError,
+    check_workspace_name,
+)
 from runtime.sandbox.opensandbox_box import HIDDEN_PREFIX, OpenSandboxSandbox, translate
 from runtime.sandbox.workspaces import WorkspaceExistsError
 
@@ -48,6 +54,7 @@ class OpenSandboxSettings:
     sandbox_timeout_s: float | None = None  # container lifetime; None keeps it until destroyed
     use_server_proxy: bool = False
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False, compare=False)
 
 
@@ -132,7 +139,9 @@ class OpenSandboxBackend:
                 await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
         except SandboxException as exc:
             raise translate(exc, f"open workspace {workspace!r}") from exc
-        return OpenSandboxSandbox(workspace, sdk, root_dir=s.root_dir, max_output_bytes=s.max_output_bytes)
+        return OpenSandboxSandbox(
+            workspace, sdk, root_dir=s.root_dir, max_output_bytes=s.max_output_bytes, max_file_bytes=s.max_file_bytes
+        )
 
     async def clone(self, src_workspace: str, dst_workspace: str) -> None:
         """Copy through a tar archive: there is no server-side copy between containers."""

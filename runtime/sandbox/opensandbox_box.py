@@ -27,6 +27,7 @@ from opensandbox.models.execd import ExecutionHandlers, RunCommandOpts
 from opensandbox.models.filesystem import DirectoryListEntry
 
 from runtime.sandbox.base import (
+    DEFAULT_MAX_FILE_BYTES,
     BackendUnavailableError,
     Capabilities,
     CommandResult,
@@ -39,6 +40,7 @@ from runtime.sandbox.base import (
     check_timeout,
     command_argv,
     to_bytes,
+    too_large,
 )
 from runtime.sandbox.paths import relative_parts
 from runtime.sandbox.process import TIMEOUT_EXIT_CODE, truncation_marker
@@ -99,9 +101,18 @@ class OpenSandboxSandbox:
 
     backend = "opensandbox"
 
-    def __init__(self, workspace: str, sdk: SdkSandbox, *, root_dir: str, max_output_bytes: int) -> None:
+    def __init__(
+        self,
+        workspace: str,
+        sdk: SdkSandbox,
+        *,
+        root_dir: str,
+        max_output_bytes: int,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
         self.workspace = workspace
         self.sdk = sdk
+        self.max_file_bytes = max_file_bytes
         quiet_expected_404s()
         self.root_dir = root_dir
         self._max_output = max_output_bytes
@@ -122,8 +133,8 @@ class OpenSandboxSandbox:
         except SandboxException as exc:
             raise translate(exc, what) from exc
 
-    async def _kind(self, path: str) -> str | None:
-        """'file', 'directory', ... or None when missing."""
+    async def _info(self, path: str) -> tuple[str, int] | None:
+        """(kind, size) with kind 'file', 'directory', ...; None when missing."""
         target = self._abs(path)
         try:
             info = await self.sdk.files.get_file_info([target])
@@ -132,21 +143,25 @@ class OpenSandboxSandbox:
                 return None
             raise translate(exc, f"stat {path!r}") from exc
         entry = info.get(target)
-        return None if entry is None else str(entry.entry_type or "file")
+        return None if entry is None else (str(entry.entry_type or "file"), int(entry.size))
+
+    async def _kind(self, path: str) -> str | None:
+        info = await self._info(path)
+        return None if info is None else info[0]
 
     async def read_file(self, path: str) -> bytes:
-        target = self._abs(path)
-        try:
-            return await self.sdk.files.read_bytes(target)
-        except SandboxException as exc:
-            kind = await self._kind(path)
-            if kind is None:
-                raise SandboxFileNotFoundError(
-                    f"no such file {path!r} in workspace {self.workspace!r}; list_dir('.') shows what exists"
-                ) from exc
-            if kind == "directory":
-                raise NotAFileError(f"{path!r} is a directory; use list_dir({path!r}) to see its entries") from exc
-            raise translate(exc, f"read {path!r}") from exc
+        """One stat (kind and size, so a huge file is refused before it is sent), then the download."""
+        info = await self._info(path)
+        if info is None:
+            raise SandboxFileNotFoundError(
+                f"no such file {path!r} in workspace {self.workspace!r}; list_dir('.') shows what exists"
+            )
+        kind, size = info
+        if kind == "directory":
+            raise NotAFileError(f"{path!r} is a directory; use list_dir({path!r}) to see its entries")
+        if size > self.max_file_bytes:
+            raise too_large(path, size, self.max_file_bytes)
+        return await self._call(f"read {path!r}", lambda: self.sdk.files.read_bytes(self._abs(path)))
 
     async def write_file(self, path: str, data: bytes | str) -> None:
         payload = to_bytes(data)

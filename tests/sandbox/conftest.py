@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 EMULATOR_API_KEY = "emulator-key-" + uuid.uuid4().hex[:8]
 HOST_CANARY = "RATH_HOST_CANARY"  # set in the host's environment; a sandbox must never see it
 SMALL_CAP = 64_000  # output cap for the test backends, small so truncation tests stay fast
+FILE_CAP = 300_000  # read_file limit for the test backends
 FLAVOURS = ["local-bwrap", "local-plain", "opensandbox"]
 
 
@@ -55,9 +56,9 @@ def make_backend(flavour: str, root: Path, request: pytest.FixtureRequest) -> Ba
     if flavour == "local-bwrap":
         if shutil.which("bwrap") is None:
             pytest.skip("bubblewrap is not installed here (CI installs it: apt-get install bubblewrap)")
-        return LocalBackend(root, use_bwrap=True, max_output_bytes=SMALL_CAP)
+        return LocalBackend(root, use_bwrap=True, max_output_bytes=SMALL_CAP, max_file_bytes=FILE_CAP)
     if flavour == "local-plain":
-        return LocalBackend(root, use_bwrap=False, max_output_bytes=SMALL_CAP)
+        return LocalBackend(root, use_bwrap=False, max_output_bytes=SMALL_CAP, max_file_bytes=FILE_CAP)
     domain = request.getfixturevalue("opensandbox_domain")
     # A namespace per test keeps tests apart on the shared emulator.
     return OpenSandboxBackend(
@@ -65,6 +66,7 @@ def make_backend(flavour: str, root: Path, request: pytest.FixtureRequest) -> Ba
         EMULATOR_API_KEY,
         namespace="t" + uuid.uuid4().hex[:12],
         max_output_bytes=SMALL_CAP,
+        max_file_bytes=FILE_CAP,
         ready_timeout_s=10,
     )
 

@@ -7,6 +7,7 @@ import pytest
 from runtime.errors import NotFoundError, UsageError
 from runtime.sandbox import (
     Backend,
+    FileTooLargeError,
     InvalidWorkspaceError,
     NotAFileError,
     PathEscapeError,
@@ -15,7 +16,7 @@ from runtime.sandbox import (
     SandboxFileNotFoundError,
     UnsupportedLanguageError,
 )
-from tests.sandbox.conftest import HOST_CANARY, SMALL_CAP
+from tests.sandbox.conftest import FILE_CAP, HOST_CANARY, SMALL_CAP
 
 pytestmark = pytest.mark.anyio
 
@@ -263,3 +264,13 @@ async def test_clone_refuses_an_existing_target_and_a_missing_source(backend: Ba
         await backend.clone("parent", "copy")
     with pytest.raises(NotFoundError, match="does not exist"):
         await backend.clone("never-opened", "child")
+
+
+async def test_reading_a_file_larger_than_the_limit_is_refused_with_advice(sandbox: Sandbox) -> None:
+    made = await sandbox.run_command(
+        f"head -c {FILE_CAP + 1} /dev/zero > big.bin && head -c {FILE_CAP} /dev/zero > ok.bin"
+    )
+    assert made.ok
+    with pytest.raises(FileTooLargeError, match="head -c"):
+        await sandbox.read_file("big.bin")
+    assert len(await sandbox.read_file("ok.bin")) == FILE_CAP
