@@ -4,7 +4,10 @@ A ``Backend`` (local, opensandbox, ...) opens named *workspaces*; an opened work
 Every backend honours the same behaviour, which ``tests/sandbox/test_conformance.py`` checks with one
 set of test bodies: paths are relative to the workspace and never reach outside it, listings are sorted
 by name, a timed-out command is killed and leaves the sandbox usable, and output beyond
-``Capabilities.max_output_bytes`` is cut off with ``CommandResult.truncated`` set.
+``Capabilities.max_output_bytes`` is cut off with ``CommandResult.truncated`` set (the text then ends
+with a marker saying so). A missing executable is exit code 127 with a message on stderr; a timeout is
+``exit_code == -1`` with ``timed_out``; ``read_file`` refuses files over the backend's
+``max_file_bytes`` (``FileTooLargeError``) instead of loading them whole.
 
 Errors are ``SandboxError`` (a ``UsageError``): the caller passed something the sandbox refuses, and
 the message says what and how to fix it.
