@@ -9,7 +9,9 @@ writes only the new chunks.
 
 ``own_usage`` (0002) is the usage a session added over its parents' history; a session's usage is
 the sum of ``own_usage`` over its ancestry, which is what lets merge count shared usage once.
-Rows written before 0002 have it only when they are roots; the others count as adding nothing.
+0002 fills it in for rows written before it: a root's own usage is all of its usage, a one-parent
+session's is its usage over its parent's; merges (and anything else) count as adding nothing,
+which is exact for ``append`` merges and under-counts only what a ``concat`` merge counted twice.
 """
 
 from runtime.store.sqlite import Migration
@@ -68,6 +70,18 @@ MIGRATIONS = [
         ALTER TABLE sessions ADD COLUMN own_usage TEXT;
         UPDATE sessions SET own_usage = usage WHERE stub = 0
             AND NOT EXISTS (SELECT 1 FROM session_parents p WHERE p.child_id = sessions.id);
+        UPDATE sessions SET own_usage = (
+            SELECT json_object(
+                'prompt_tokens', max(0, json_extract(sessions.usage, '$.prompt_tokens')
+                    - json_extract(parent.usage, '$.prompt_tokens')),
+                'completion_tokens', max(0, json_extract(sessions.usage, '$.completion_tokens')
+                    - json_extract(parent.usage, '$.completion_tokens')),
+                'total_tokens', max(0, json_extract(sessions.usage, '$.total_tokens')
+                    - json_extract(parent.usage, '$.total_tokens')))
+            FROM session_parents p JOIN sessions parent ON parent.id = p.parent_id AND parent.stub = 0
+            WHERE p.child_id = sessions.id)
+        WHERE stub = 0 AND op != 'merge'
+            AND (SELECT count(*) FROM session_parents p WHERE p.child_id = sessions.id) = 1;
         """,
     ),
 ]

@@ -11,7 +11,7 @@ import pytest
 from runtime import InvalidInputError, NotFoundError, Runtime, Usage
 from runtime.errors import StoreError
 from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import pending_migrations
+from runtime.store.sqlite import apply_migrations, pending_migrations
 
 pytestmark = pytest.mark.anyio
 
@@ -148,3 +148,29 @@ async def test_a_write_that_loses_its_transaction_fails_alone_and_the_store_keep
         await rt.db.write(lambda conn: conn.execute("ROLLBACK"))
     s = await rt.sessions.create([user("after")])
     assert (await rt.sessions.get(s.id)).chunks[0].content == "after"
+
+
+async def test_a_home_made_before_0002_upgrades_and_merges_count_usage_once(home: Path) -> None:
+    """A database at 0001 (written as the engine then wrote it) is migrated on open; the own usage
+    0002 fills in makes a later merge of two old branches count their common root once."""
+    old = sqlite3.connect(home / "rath.db", isolation_level=None)
+    apply_migrations(old, [m for m in ALL_MIGRATIONS if m.name == "0001_sessions"])
+    rows_0001 = [  # id, op, usage total, parent
+        ("ses_0190f3c2a1b4e5f607180001", "create", 10, None),
+        ("ses_0190f3c2a1b4e5f607180002", "append", 15, "ses_0190f3c2a1b4e5f607180001"),
+        ("ses_0190f3c2a1b4e5f607180003", "append", 13, "ses_0190f3c2a1b4e5f607180001"),
+    ]
+    for sid, op, total, parent in rows_0001:
+        old.execute(
+            "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata, created_at)"
+            " VALUES (?, 'local', 'default', ?, NULL, 0, '{}', ?, '{}', 1.0)",
+            (sid, op, Usage(total_tokens=total).model_dump_json()),
+        )
+        if parent:
+            old.execute("INSERT INTO session_parents VALUES (?, 0, ?)", (sid, parent))
+    old.close()
+    assert "0002_session_own_usage" in pending_migrations(home / "rath.db", ALL_MIGRATIONS)
+    async with Runtime.open(home, workers=0) as rt:
+        m = await rt.sessions.merge([rows_0001[1][0], rows_0001[2][0]])
+        assert m.usage == Usage(total_tokens=10 + 5 + 3)
+    assert pending_migrations(home / "rath.db", ALL_MIGRATIONS) == []
