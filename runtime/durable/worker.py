@@ -56,16 +56,26 @@ class Worker:
         if lease is not None:
             lease.cancel(reason)
 
-    async def run(self, stop: anyio.Event | None = None) -> None:
-        """Serve until ``stop`` is set or the caller's scope is cancelled."""
+    async def run(self, stop: anyio.Event | None = None, *, drain_s: float = 5.0) -> None:
+        """Serve until ``stop`` is set or the caller's scope is cancelled.
+
+        After ``stop``, no new run is claimed and the runs in hand get ``drain_s`` seconds to
+        finish or park; whatever is still running then is stopped and its lease released at
+        once (so another worker resumes it without waiting for the lease to expire).
+        """
         self.rt.runs.workers.append(self)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._renew_loop)
                 tg.start_soon(self._reap_loop)
-                tg.start_soon(self._claim_loop, tg)
+                claiming = anyio.CancelScope()
+                tg.start_soon(self._claim_loop, tg, claiming)
                 if stop is not None:
                     await stop.wait()
+                    claiming.cancel()
+                    with anyio.move_on_after(drain_s):
+                        while self.leases:
+                            await self._slot_free.wait()
                     tg.cancel_scope.cancel()
         finally:
             self.rt.runs.workers.remove(self)
@@ -74,12 +84,17 @@ class Worker:
     async def claim(self, limit: int) -> list[sqlite3.Row]:
         """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
         names = self.rt.workflows.names()
-        rows = await self.rt.db.write(
-            lambda c: store.claim(c, self.rt.runs.scope, self.owner, self.lease_s, limit, names)
-        )
+        with anyio.CancelScope(shield=True):  # a claim that commits must reach its caller
+            rows = await self.rt.db.write(
+                lambda c: store.claim(c, self.rt.runs.scope, self.owner, self.lease_s, limit, names)
+            )
         return rows
 
-    async def _claim_loop(self, tg: TaskGroup) -> None:
+    async def _claim_loop(self, tg: TaskGroup, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._claim_forever(tg)
+
+    async def _claim_forever(self, tg: TaskGroup) -> None:
         while True:
             free = self.slots - len(self.leases)
             if free <= 0:
@@ -194,7 +209,12 @@ class Worker:
 
 
 async def run_worker(
-    rt: Runtime, stop: anyio.Event | None = None, *, slots: int = 4, lease_s: float | None = None
+    rt: Runtime,
+    stop: anyio.Event | None = None,
+    *,
+    slots: int = 4,
+    lease_s: float | None = None,
+    drain_s: float = 5.0,
 ) -> None:
-    """Serve ``rt``'s durable runs until ``stop`` is set (or the caller is cancelled)."""
-    await Worker(rt, slots=slots, lease_s=lease_s).run(stop)
+    """Serve ``rt``'s durable runs until ``stop`` is set (or the caller is cancelled); see ``Worker.run``."""
+    await Worker(rt, slots=slots, lease_s=lease_s).run(stop, drain_s=drain_s)

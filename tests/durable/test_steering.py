@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime import Run, Runtime
+from runtime import Run, Runtime, run_worker
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines
 
@@ -119,3 +119,21 @@ async def test_a_sync_step_cannot_interrupt_and_is_told_why(drt: Runtime, capfd:
     assert run.status == "failed" and "make it an async def to use ctx.interrupt" in (run.error or "")
     out, err = capfd.readouterr()
     assert "noise from a sync step" not in out and "noise from a sync step" in err  # stdout stays clean for stdio
+
+
+async def test_run_worker_serves_until_stopped_and_drains_the_runs_in_hand(home: Path, tmp_path: Path) -> None:
+    gate, log = tmp_path / "gate", str(tmp_path / "log")
+    gate.touch()
+    async with Runtime.open(home, workers=0, lease_s=1.0) as rt:
+        rt.workflows.load(FLOWS)
+        stop = anyio.Event()
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: run_worker(rt, stop, slots=2, drain_s=10))
+                run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
+                await eventually(lambda: progressed(rt, run.id))
+                stop.set()  # no new claims from here on; the run in hand may finish
+                late = await rt.runs.start("echo", input={"message": "too late"})
+                gate.unlink()
+        assert (await rt.runs.get(run.id)).status == "succeeded"
+        assert (await rt.runs.get(late.id)).status == "queued"  # left for another worker
