@@ -36,6 +36,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from rath_mcp.sdk import connection_of
 from runtime import Runtime
 from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
 from runtime.providers.base import estimate_tokens
@@ -64,7 +65,7 @@ class ClientSampling:
         caps = ctx.session.client_capabilities
         if caps is None or caps.sampling is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await call_next(ctx)
-        connection = ctx.session._connection  # private: the SDK has no public per-connection identity here
+        connection = connection_of(ctx.session)
         key = id(connection)
         client = self._clients.pop(key, None)
         if client is None:

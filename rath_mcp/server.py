@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import prompts, resources, sampling, subscriptions, tools
+from rath_mcp import logs, prompts, resources, sampling, subscriptions, tools
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
 
@@ -49,4 +49,5 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
     prompts.register_completions(server, rt)
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))
     sampling.install(server, rt)
+    logs.install(server)
     return server

@@ -27,6 +27,7 @@ from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
 from rath_mcp.errors import protocol_errors
+from rath_mcp.sdk import add_request_handler, connection_of
 from runtime import NotFoundError, Runtime
 from runtime.durable.models import Run
 
@@ -75,7 +76,7 @@ class RunSubscriptions:
         if run_id is None:
             return  # other resources never change under a subscriber; accepting is harmless
         watch = await self._watch(run_id)
-        connection = session._connection  # private: subscriptions belong to the connection, not the request
+        connection = connection_of(session)  # subscriptions belong to the connection, not the request
         if id(connection) not in watch.sessions:
             connection.exit_stack.callback(self._drop_connection, run_id, id(connection))
         _, uris = watch.sessions.setdefault(id(connection), (session, set()))
@@ -92,7 +93,7 @@ class RunSubscriptions:
         watch = self._watches.get(run_id) if run_id else None
         if watch is None:
             return
-        key = id(session._connection)  # private, as above
+        key = id(connection_of(session))
         entry = watch.sessions.get(key)
         if entry is not None:
             entry[1].discard(uri)
@@ -174,7 +175,6 @@ def install(server: MCPServer, subscriptions: RunSubscriptions) -> None:
         finally:
             subscriptions.close_stream(opened)
 
-    lowlevel: Any = server._lowlevel_server
-    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
-    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
+    add_request_handler(server, "resources/subscribe", SubscribeRequestParams, on_subscribe)
+    add_request_handler(server, "resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
     server.middleware.append(observe_listen)

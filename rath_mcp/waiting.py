@@ -24,6 +24,7 @@ from mcp_types import ElicitResult, InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rath_mcp.asking import Answer, answer_from, form_for, message_for, request_for
+from rath_mcp.logs import level_of, log
 from runtime import ConflictError, Runtime
 from runtime.durable.models import SETTLED, Interrupt, Run
 
@@ -65,8 +66,13 @@ class _Progress:
         self.total = total
         self.start = anyio.current_time()
         self.last = -1.0
+        self.status: str | None = None
 
     async def send(self, run: Run) -> None:
+        if self.status is not None and run.status != self.status:
+            text = f"run {run.id}: {self.status} -> {run.status}" + (f" ({run.error})" if run.error else "")
+            await log(self.ctx, level_of(run.status), text)
+        self.status = run.status
         value = max(round(anyio.current_time() - self.start, 3), self.last + 0.001)
         self.last = value
         where = f" at step {run.step}" if run.step else ""
