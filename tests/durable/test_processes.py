@@ -148,3 +148,20 @@ async def test_cancel_reaches_a_sync_step_running_in_another_process(home: Path)
                 cancelled = await rt.runs.cancel(run.id, reason="from elsewhere")
             assert worker.poll() is None  # the worker process lives on; only the step was stopped
         assert cancelled.status == "cancelled" and cancelled.error == "cancelled: from elsewhere"
+
+
+async def test_watch_sees_changes_made_by_another_process(home: Path, tmp_path: Path) -> None:
+    gate, log = tmp_path / "gate", str(tmp_path / "log")
+    gate.touch()
+    async with Runtime.open(home, workers=0) as rt:
+        rt.workflows.load(FLOWS)
+        run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
+        statuses: list[str] = []
+        with process("worker", str(home), "30") as worker:
+            assert await readline(worker) == "ready"
+            with anyio.fail_after(20):
+                async for changed in rt.runs.watch(run.id):
+                    statuses.append(changed.status)
+                    if changed.status == "running" and gate.exists():
+                        gate.unlink()
+    assert statuses[-1] == "succeeded" and "running" in statuses  # (the first may be queued or running)
