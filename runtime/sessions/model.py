@@ -127,6 +127,7 @@ class LineageGraph(_Frozen):
     root: str
     nodes: tuple[LineageNode, ...]
     edges: tuple[LineageEdge, ...]
+    truncated: bool = False  # the walk stopped at its node limit: more lineage exists than shown
 
     def mermaid(self) -> str:
         """The graph as Mermaid ``graph TD`` text; the focus session is highlighted."""
@@ -137,4 +138,6 @@ class LineageGraph(_Frozen):
         for edge in self.edges:
             lines.append(f"    {edge.parent} --> {edge.child}")
         lines.append(f"    style {self.root} stroke-width:3px")
+        if self.truncated:
+            lines.append(f"    %% truncated at {len(self.nodes)} nodes: ask for a smaller depth around one session")
         return "\n".join(lines)

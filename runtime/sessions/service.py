@@ -308,21 +308,29 @@ class SessionService:
         return out
 
     # -- lineage -----------------------------------------------------------------------------
-    async def lineage(self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True) -> LineageGraph:
-        """The lineage DAG within ``depth`` steps of a session: nodes, edges, and ``.mermaid()``."""
+    async def lineage(
+        self, session_id: str, depth: int = 20, *, up: bool = True, down: bool = True, max_nodes: int = 500
+    ) -> LineageGraph:
+        """The lineage DAG within ``depth`` steps of a session: nodes, edges, and ``.mermaid()``.
+
+        At most ``max_nodes`` nodes (a session with thousands of forks stays cheap to ask about);
+        ``truncated`` tells when there was more.
+        """
         if not 1 <= depth <= 1000:
             raise InvalidInputError("depth must be between 1 and 1000")
-        nodes, edges = await self.store.lineage(session_id, depth, up=up, down=down)
-        return LineageGraph(root=session_id, nodes=tuple(nodes), edges=tuple(edges))
+        if not 1 <= max_nodes <= 100_000:
+            raise InvalidInputError("max_nodes must be between 1 and 100000")
+        nodes, edges, truncated = await self.store.lineage(session_id, depth, up=up, down=down, max_nodes=max_nodes)
+        return LineageGraph(root=session_id, nodes=tuple(nodes), edges=tuple(edges), truncated=truncated)
 
     async def ancestors(self, session_id: str, depth: int = 1000) -> list[str]:
-        """Ids of every ancestor within ``depth`` steps, oldest first."""
-        graph = await self.lineage(session_id, depth, down=False)
+        """Ids of every ancestor within ``depth`` steps (at most 100,000), oldest first."""
+        graph = await self.lineage(session_id, depth, down=False, max_nodes=100_000)
         return [n.id for n in graph.nodes if n.id != session_id]
 
     async def descendants(self, session_id: str, depth: int = 1000) -> list[str]:
-        """Ids of every descendant within ``depth`` steps, oldest first."""
-        graph = await self.lineage(session_id, depth, up=False)
+        """Ids of every descendant within ``depth`` steps (at most 100,000), oldest first."""
+        graph = await self.lineage(session_id, depth, up=False, max_nodes=100_000)
         return [n.id for n in graph.nodes if n.id != session_id]
 
     # -- JSONL -------------------------------------------------------------------------------
@@ -330,7 +338,7 @@ class SessionService:
         """The session as JSONL: a header line, one line per chunk, then its ancestry (lineage only)."""
         info = await self.store.info(session_id)
         stored = await self.store.chunks(session_id)
-        graph = await self.lineage(session_id, 1000, down=False)
+        graph = await self.lineage(session_id, 1000, down=False, max_nodes=100_000)
         parents: dict[str, list[str]] = {}
         for edge in graph.edges:
             parents.setdefault(edge.child, []).append(edge.parent)

@@ -23,6 +23,7 @@ from runtime.sessions.model import (
     SessionOp,
     Usage,
 )
+from runtime.sessions.sqlite_lineage import walk
 from runtime.store.sqlite import SQLiteDatabase
 
 
@@ -64,8 +65,8 @@ class SessionStore(Protocol):
     async def uids(self, session_id: str) -> list[str]: ...
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]: ...
     async def lineage(
-        self, session_id: str, depth: int, *, up: bool, down: bool
-    ) -> tuple[list[LineageNode], list[LineageEdge]]: ...
+        self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int
+    ) -> tuple[list[LineageNode], list[LineageEdge], bool]: ...
     async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]: ...
 
 
@@ -324,59 +325,15 @@ class SQLiteSessionStore:
         return await self.db.read(read)
 
     async def lineage(
-        self, session_id: str, depth: int, *, up: bool, down: bool
-    ) -> tuple[list[LineageNode], list[LineageEdge]]:
-        """Nodes and edges within ``depth`` steps of a session, towards ancestors and/or descendants."""
+        self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int
+    ) -> tuple[list[LineageNode], list[LineageEdge], bool]:
+        """Nodes and edges within ``depth`` steps of a session (at most ``max_nodes``), and whether
+        the walk was cut short; towards ancestors and/or descendants."""
 
-        def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge]]:
+        def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge], bool]:
             self._row(conn, session_id, "id")
-            seen: dict[str, int] = {session_id: 0}
-            edges: set[tuple[str, str]] = set()
-            frontier = [session_id]
-            for level in range(1, depth + 1):
-                nxt: list[str] = []
-                for sid in frontier:
-                    if up:
-                        for (parent,) in conn.execute(
-                            "SELECT p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-                            " WHERE p.child_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.ord",
-                            (sid, self.tenant, self.project),
-                        ):
-                            edges.add((parent, sid))
-                            if parent not in seen:
-                                seen[parent] = level
-                                nxt.append(parent)
-                    if down:
-                        for (child,) in conn.execute(
-                            "SELECT p.child_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-                            " WHERE p.parent_id = ? AND s.tenant = ? AND s.project = ?",
-                            (sid, self.tenant, self.project),
-                        ):
-                            edges.add((sid, child))
-                            if child not in seen:
-                                seen[child] = level
-                                nxt.append(child)
-                frontier = nxt
-            nodes = []
-            for sid in seen:
-                row = conn.execute(
-                    "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ? AND project = ?",
-                    (sid, self.tenant, self.project),
-                ).fetchone()
-                if row is None:
-                    nodes.append(LineageNode(id=sid, op="unknown", length=0, created_at=0.0, stub=True))
-                else:
-                    nodes.append(
-                        LineageNode(
-                            id=row["id"],
-                            op=row["op"],
-                            length=row["length"],
-                            created_at=row["created_at"],
-                            stub=bool(row["stub"]),
-                        )
-                    )
-            nodes.sort(key=lambda n: (n.created_at, n.id))
-            return nodes, [LineageEdge(parent=p, child=c) for p, c in sorted(edges)]
+            found = walk(conn, (self.tenant, self.project), session_id, depth, up=up, down=down, max_nodes=max_nodes)
+            return found.nodes, found.edges, found.truncated
 
         return await self.db.read(read)
 

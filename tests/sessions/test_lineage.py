@@ -74,3 +74,20 @@ async def test_lineage_depth_is_bounded(rt: Runtime, depth: int) -> None:
     s = await rt.sessions.create()
     with pytest.raises(InvalidInputError, match="depth must be between 1 and 1000"):
         await rt.sessions.lineage(s.id, depth=depth)
+
+
+async def test_a_crowded_lineage_is_cut_at_max_nodes_and_says_so(rt: Runtime) -> None:
+    root = await rt.sessions.create([{"kind": "user", "content": "popular"}])
+    forks = await rt.sessions.fork(root.id, count=30)
+    whole = await rt.sessions.lineage(root.id)
+    assert len(whole.nodes) == 31 and not whole.truncated
+    assert "truncated" not in whole.mermaid()
+    cut = await rt.sessions.lineage(root.id, max_nodes=10)
+    assert cut.truncated and len(cut.nodes) == 10
+    ids = {n.id for n in cut.nodes}
+    assert root.id in ids and ids <= {root.id, *(f.id for f in forks)}
+    assert all(e.parent in ids and e.child in ids for e in cut.edges) and len(cut.edges) == 9
+    assert cut.mermaid().splitlines()[-1].startswith("    %% truncated at 10 nodes")
+    assert len(await rt.sessions.descendants(root.id)) == 30  # the id lists are not cut at 500
+    with pytest.raises(InvalidInputError, match="max_nodes"):
+        await rt.sessions.lineage(root.id, max_nodes=0)
