@@ -10,10 +10,12 @@ server with its traceback, never leaked to the client.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
@@ -99,3 +101,45 @@ def translate_resource(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R
             return await fn(*args, **kwargs)
 
     return wrapper
+
+
+_VALIDATION_HEAD = re.compile(r"^Error executing tool (?P<tool>[\w.-]+): \d+ validation errors? for \S+$")
+_PYDANTIC_DETAIL = re.compile(r"\s*\[type=.*\]\s*$")
+
+
+def concise_validation_text(text: str) -> str:
+    """pydantic's argument-validation report, rewritten as what was wrong and how to fix it.
+
+    The SDK validates tool arguments before our code runs and reports pydantic's multi-line text
+    (with input values and documentation links). Anything not in that shape is returned as is.
+    """
+    lines = text.splitlines()
+    head = _VALIDATION_HEAD.match(lines[0]) if lines else None
+    if head is None:
+        return text
+    problems: list[str] = []
+    field = "arguments"
+    for line in lines[1:]:
+        if line.startswith("    For further information"):
+            continue
+        if line.startswith("  "):
+            problems.append(f"{field}: {_PYDANTIC_DETAIL.sub('', line.strip())}")
+        else:
+            field = line.strip() or field
+    tool = head.group("tool")
+    return (
+        f"invalid arguments for {tool}: " + "; ".join(problems) + f". Fix them and call {tool} again "
+        "(its inputSchema lists every argument, its type and its limits)."
+    )
+
+
+async def concise_validation_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: rewrite argument-validation failures of ``tools/call`` with :func:`concise_validation_text`."""
+    result = await call_next(ctx)
+    if ctx.method != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
+        return result
+    content = result.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict) and "text" in content[0]:
+        first = {**content[0], "text": concise_validation_text(str(content[0]["text"]))}
+        result = {**result, "content": [first, *content[1:]]}
+    return result

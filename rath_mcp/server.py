@@ -12,6 +12,7 @@ from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from rath_mcp import logs, prompts, resources, sampling, subscriptions, tools
+from rath_mcp.errors import concise_validation_errors
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
 
@@ -41,6 +42,7 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
     server: MCPServer = MCPServer(
         SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
     )
+    server.middleware.append(concise_validation_errors)
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s))
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)

@@ -208,3 +208,11 @@ async def test_session_fork_with_isolate_workspace_gives_each_fork_a_copy_of_the
     assert len(workspaces) == 2 and "proj" not in workspaces
     plain = await call(client, "session_fork", session_id=base["session_id"])
     assert (await rt.sessions.info(plain["session_ids"][0])).placement.workspace == "proj"
+
+
+async def test_arguments_that_break_the_input_schema_get_a_short_what_and_how_to_fix(client: Client) -> None:
+    text = await call_error(client, "session_fork", count=100)
+    assert text.startswith("invalid arguments for session_fork: ")
+    assert "session_id: Field required" in text and "count: Input should be less than or equal to 64" in text
+    assert "call session_fork again" in text
+    assert "pydantic.dev" not in text and "input_value" not in text
