@@ -13,6 +13,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from runtime import Runtime
 
@@ -88,3 +90,31 @@ async def test_a_worker_process_drives_runs_on_a_shared_store_and_stops_on_sigte
             worker.send_signal(signal.SIGTERM)
             with anyio.fail_after(15):
                 assert await worker.wait() == 0
+
+
+WORKFLOW_FILE = '''
+from runtime import Workflow, step
+
+
+class Shout(Workflow):
+    """Reply with the message in capitals."""
+
+    name = "shout"
+
+    @step(entry=True)
+    async def shout(self, state, ctx):
+        return {**state, "reply": str(state.get("message", "")).upper()}
+'''
+
+
+async def test_serve_over_stdio_loads_workflows_from_a_file(tmp_path: Path) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(WORKFLOW_FILE)
+    args = ["-m", "rath_mcp", "serve", "--home", str(tmp_path / "home"), "--workflows", str(flows)]
+    params = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    async with Client(params, mode="legacy") as client:
+        listed = await client.call_tool("workflow_list", {})
+        assert listed.structured_content is not None
+        assert "shout" in {w["name"] for w in listed.structured_content["workflows"]}
+        run = await client.call_tool("run_start", {"workflow": "shout", "input": {"message": "hi"}, "wait_s": 20})
+        assert run.structured_content is not None and run.structured_content["status"] == "succeeded"
