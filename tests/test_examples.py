@@ -194,20 +194,29 @@ async def list_server_surface(home: Path) -> dict[str, set[str]]:
     return {"tools": tools, "resources": templates | resources, "prompts": prompts}
 
 
+HOSTS = ("vscode", "claude-code", "claude-desktop")
+
+
 def client_configs(home: Path) -> dict[str, tuple[str, list[str]]]:
-    """(command, args) of each README client snippet, as the host would run it, with ``home`` as $HOME."""
+    """(command, args) of each README client snippet as its host would run it.
+
+    Each host gets its own stand-in directory under ``home`` (the VS Code workspace folder, or
+    $HOME for the other two), so the test can tell that every snippet keeps state where it says.
+    """
     vscode = json.loads(readme_blocks("json")[0])["servers"]["rath"]
-    vscode_args = [a.replace("${workspaceFolder}", str(home)) for a in vscode["args"]]
+    vscode_args = [a.replace("${workspaceFolder}", str(home / "vscode")) for a in vscode["args"]]
     (claude_code,) = [line for line in readme_blocks("") if line.startswith("claude mcp add")]
     printer = next(b for b in readme_blocks("") if "mcpServers" in b)
-    env = {**os.environ, "HOME": str(home)}
+    desktop_home = home / "claude-desktop"
+    env = {**os.environ, "HOME": str(desktop_home)}
     printed = subprocess.run(["bash", "-c", printer], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    shown = readme_blocks("json")[1].replace("/home/me/rath-mcp", str(ROOT)).replace("/home/me", str(home))
+    shown = readme_blocks("json")[1].replace("/home/me/rath-mcp", str(ROOT)).replace("/home/me", str(desktop_home))
     assert printed.stdout == shown, "the README shows what the Claude Desktop one-liner prints"
     desktop = json.loads(printed.stdout)["mcpServers"]["rath"]
+    claude_code_shell = f"cd {ROOT} && export HOME={home / 'claude-code'} && exec {claude_code.split(' -- ', 1)[1]}"
     return {
         "vscode": (vscode["command"].replace("${workspaceFolder}", str(ROOT)), vscode_args),
-        "claude-code": ("bash", ["-c", f"cd {ROOT} && HOME={home} exec {claude_code.split(' -- ', 1)[1]}"]),
+        "claude-code": ("bash", ["-c", claude_code_shell]),
         "claude-desktop": (desktop["command"], desktop["args"]),
     }
 
@@ -215,9 +224,10 @@ def client_configs(home: Path) -> dict[str, tuple[str, list[str]]]:
 def test_readme_client_configs_start_a_working_server(home: Path) -> None:
     assert (ROOT / ".venv" / "bin" / "rath-mcp").exists(), "the README snippets expect .venv in the checkout"
     tools = anyio.run(tools_of_each_config, client_configs(home))
-    for host, names in tools.items():
-        assert "session_create" in names, f"{host}: {names}"
-    assert (home / ".rath" / "rath.db").is_file(), "the snippets keep state under ~/.rath or the workspace"
+    assert set(tools) == set(HOSTS)
+    for host in HOSTS:
+        assert "session_create" in tools[host], f"{host}: {tools[host]}"
+        assert (home / host / ".rath" / "rath.db").is_file(), f"{host}: state is not where the snippet says"
 
 
 async def tools_of_each_config(configs: dict[str, tuple[str, list[str]]]) -> dict[str, set[str]]:
