@@ -1,5 +1,6 @@
 """Sessions: immutable snapshots of ordered chunks, with placement, usage and a lineage DAG."""
 
+from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
 from runtime.sessions.model import (
     Chunk,
     LineageEdge,
@@ -13,16 +14,21 @@ from runtime.sessions.model import (
     Usage,
 )
 from runtime.sessions.service import SessionService
+from runtime.sessions.store import SessionStore, SQLiteSessionStore
 
 __all__ = [
     "Chunk",
+    "InMemoryHome",
+    "InMemorySessionStore",
     "LineageEdge",
     "LineageGraph",
     "LineageNode",
     "Placement",
+    "SQLiteSessionStore",
     "Session",
     "SessionInfo",
     "SessionService",
+    "SessionStore",
     "ToolCall",
     "ToolCallFunction",
     "Usage",

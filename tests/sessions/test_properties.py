@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import Runtime, Usage
+from runtime.sessions import InMemoryHome, InMemorySessionStore, SessionService
 
 USAGE = st.builds(
     lambda p, c: Usage(prompt_tokens=p, completion_tokens=c, total_tokens=p + c), st.integers(0, 50), st.integers(0, 50)
@@ -100,65 +101,80 @@ class World:
         return out
 
 
-async def apply(rt: Runtime, world: World, op: tuple[Any, ...]) -> None:
+async def apply(sessions: SessionService, world: World, op: tuple[Any, ...]) -> None:
     kind = op[0]
     if kind == "create" or not world.order:
         labels = [world.label() for _ in range(op[1] if kind == "create" else 1)]
         usage = op[2] if kind == "create" else Usage()
-        s = await rt.sessions.create([{"kind": "user", "content": c} for c in labels], usage=usage)
+        s = await sessions.create([{"kind": "user", "content": c} for c in labels], usage=usage)
         world.add(s.id, Model(labels, world.event(usage)))
     elif kind == "append":
         base = world.pick(op[1])
         labels = [world.label() for _ in range(op[2])]
-        info = await rt.sessions.append(base, [{"kind": "assistant", "content": c} for c in labels], usage=op[3])
+        info = await sessions.append(base, [{"kind": "assistant", "content": c} for c in labels], usage=op[3])
         model = world.sessions[base]
         world.add(info.id, Model([*model.chunks, *labels], {**model.events, **world.event(op[3])}, (base,)))
     elif kind == "fork":
         base = world.pick(op[1])
-        for f in await rt.sessions.fork(base, count=op[2]):
+        for f in await sessions.fork(base, count=op[2]):
             world.add(f.id, Model(list(world.sessions[base].chunks), dict(world.sessions[base].events), (base,)))
     elif kind == "detach":
         base = world.pick(op[1])
-        d = await rt.sessions.detach(base)
+        d = await sessions.detach(base)
         model = world.sessions[base]
         world.add(d.id, Model(list(model.chunks), world.event(model.usage)))  # a new root: its own history
     else:
         ids = list(dict.fromkeys(world.pick(i) for i in op[1]))
         if len(ids) < 2:
             return
-        m = await rt.sessions.merge(ids, strategy=op[2])
+        m = await sessions.merge(ids, strategy=op[2])
         world.add(m.id, world.merged(ids, op[2]))
 
 
-async def check(rt: Runtime, world: World, pages: list[tuple[int, int]]) -> None:
+async def check(sessions: SessionService, world: World, pages: list[tuple[int, int]]) -> None:
     for session_id, model in world.sessions.items():
-        info = await rt.sessions.info(session_id)
-        chunks = [c.content for c in await rt.sessions.chunks(session_id)]
+        info = await sessions.info(session_id)
+        chunks = [c.content for c in await sessions.chunks(session_id)]
         assert chunks == model.chunks, session_id
         assert info.length == len(model.chunks)
         assert info.usage == model.usage, (session_id, info.op)
         assert info.parents == model.parents
         for offset, limit in pages:
-            page = [c.content for c in await rt.sessions.chunks(session_id, offset=offset, limit=limit)]
+            page = [c.content for c in await sessions.chunks(session_id, offset=offset, limit=limit)]
             assert page == model.chunks[offset : offset + limit]
-        assert set(await rt.sessions.ancestors(session_id)) == world.ancestors(session_id)
-        assert set(await rt.sessions.descendants(session_id, depth=1)) == set(model.children)
+        assert set(await sessions.ancestors(session_id)) == world.ancestors(session_id)
+        assert set(await sessions.descendants(session_id, depth=1)) == set(model.children)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    ops=st.lists(OPS, min_size=1, max_size=25),
-    pages=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 8)), max_size=3),
-)
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+OP_LISTS = st.lists(OPS, min_size=1, max_size=25)
+PAGES = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 8)), max_size=3)
+
+
+async def run_ops(sessions: SessionService, ops: list[tuple[Any, ...]], pages: list[tuple[int, int]]) -> None:
+    world = World()
+    for op in ops:
+        await apply(sessions, world, op)
+    await check(sessions, world, pages)
+
+
+@SETTINGS
+@given(ops=OP_LISTS, pages=PAGES)
 def test_random_op_sequences_keep_order_usage_and_lineage(
     ops: list[tuple[Any, ...]], pages: list[tuple[int, int]]
 ) -> None:
+    """Over the SQLite store (segments, tip extension, recursive SQL): the real thing."""
+
     async def run() -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            async with Runtime.open(tmp, synchronous="OFF") as rt:
-                world = World()
-                for op in ops:
-                    await apply(rt, world, op)
-                await check(rt, world, pages)
+            async with Runtime.open(tmp, synchronous="OFF", workers=0) as rt:
+                await run_ops(rt.sessions, ops, pages)
 
     anyio.run(run)
+
+
+@SETTINGS
+@given(ops=OP_LISTS, pages=PAGES)
+def test_the_in_memory_store_keeps_the_same_semantics(ops: list[tuple[Any, ...]], pages: list[tuple[int, int]]) -> None:
+    """The same model check over the shipped fake: the semantics live in the service, not in SQL."""
+    anyio.run(run_ops, SessionService(InMemorySessionStore(InMemoryHome())), ops, pages)
