@@ -1,5 +1,5 @@
 // A second, independent MCP client: the TypeScript SDK drives rath-mcp through the key scenario
-// (create, fork, merge, an approval run whose interrupt is resolved, memory recall).
+// (create, fork, merge, a transcript resource, an approval run whose interrupt is resolved, memory recall).
 //
 //   node scenario.mjs --transport stdio -- <server command> [args...]
 //   node scenario.mjs --transport http --url http://127.0.0.1:8765/mcp
@@ -61,6 +61,10 @@ async function sessions(client) {
   const merged = await call(client, "session_merge", { session_ids: branches });
   const page = await call(client, "session_get", { session_id: merged.session_id });
   report("merge", { session_id: merged.session_id, parents: page.parents, contents: page.chunks.map((c) => c.content) });
+
+  currentStep = "transcript";
+  const resource = await client.readResource({ uri: `rath://sessions/${merged.session_id}/transcript` });
+  report("transcript", { mime_type: resource.contents[0].mimeType, text: resource.contents[0].text });
   return merged.session_id;
 }
 

@@ -23,7 +23,17 @@ pytestmark = pytest.mark.anyio
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 SCENARIO = NODE_DIR / "scenario.mjs"
-STEPS = ["connect", "create", "fork", "merge", "run_start", "interrupt_resolve", "run_wait", "memory_recall"]
+STEPS = [
+    "connect",
+    "create",
+    "fork",
+    "merge",
+    "transcript",
+    "run_start",
+    "interrupt_resolve",
+    "run_wait",
+    "memory_recall",
+]
 SETUP_HINT = "run `bash tests/node/setup.sh` (needs node >= 18 and npm) to install the Node MCP client"
 
 
@@ -57,6 +67,9 @@ def check_scenario(steps: dict[str, dict[str, Any]], transport: str) -> None:
     assert len(set(steps["fork"]["session_ids"])) == 2
     assert steps["merge"]["contents"] == ["plan a picnic", "the park", "the beach"]
     assert len(steps["merge"]["parents"]) == 2
+    assert steps["transcript"]["mime_type"] == "text/markdown"
+    transcript = steps["transcript"]["text"]
+    assert transcript.index("plan a picnic") < transcript.index("the park") < transcript.index("the beach")
     assert steps["run_start"]["status"] == "waiting"
     assert steps["run_start"]["interrupts"] == ["approval"]
     assert steps["interrupt_resolve"]["interrupt_id"].startswith("int_")
