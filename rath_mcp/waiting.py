@@ -52,10 +52,11 @@ def is_modern(ctx: Context) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
-def actor_of(ctx: Context) -> str:
+def actor_of(ctx: Context, how: str = "mcp-elicitation") -> str:
+    """Who decided an interrupt, as recorded with the decision: the channel and the client's name."""
     params = ctx.session.client_params
     name = params.client_info.name if params is not None else None
-    return f"mcp-elicitation:{name}" if name else "mcp-elicitation"
+    return f"{how}:{name}" if name else how
 
 
 class _Progress:

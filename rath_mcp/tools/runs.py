@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from rath_mcp.errors import translate_tool
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
-from rath_mcp.waiting import RunWaiter, cap
+from rath_mcp.waiting import RunWaiter, actor_of, cap
 from runtime import InvalidInputError, Runtime
 from runtime.durable.models import TERMINAL, Run
 
@@ -199,12 +199,15 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @translate_tool
     async def interrupt_resolve(
         interrupt_id: str,
+        ctx: Context,
         action: Literal["approve", "edit", "reject", "respond"],
         value: Any = None,
         reason: str | None = None,
     ) -> RunSummary:
         """Decide a pending interrupt; its run is queued to resume."""
-        return RunSummary.of(await rt.runs.resolve_interrupt(interrupt_id, action, value, reason, actor="mcp-client"))
+        return RunSummary.of(
+            await rt.runs.resolve_interrupt(interrupt_id, action, value, reason, actor=actor_of(ctx, "mcp-client"))
+        )
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool

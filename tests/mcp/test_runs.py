@@ -93,6 +93,9 @@ async def test_an_approval_run_waits_with_its_interrupt_and_resumes_after_interr
     done = await call(client, "run_wait", run_id=run["run_id"], timeout_s=10)
     assert done["status"] == "succeeded"
     assert (await call(client, "interrupt_list"))["interrupts"] == []
+    events = (await call(client, "run_events", run_id=run["run_id"]))["events"]
+    decided = [e["data"] for e in events if e["type"] == "interrupt.decided"]
+    assert decided[0]["action"] == "approve" and decided[0]["actor"].startswith("mcp-client")
 
 
 async def test_resolving_an_interrupt_twice_is_a_conflict(client: Client) -> None:
