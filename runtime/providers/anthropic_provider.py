@@ -44,6 +44,17 @@ def _arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_value": value}
 
 
+def _is_error_result(content: str) -> bool:
+    """Whether a tool result is the agent's typed error (``{"error": {"type": ..., "message": ...}}``)."""
+    if not content.startswith('{"error"'):
+        return False
+    try:
+        error = json.loads(content).get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and "type" in error and "message" in error
+
+
 def to_anthropic(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]]:
     """The system text and the alternating user/assistant turns of a request."""
     system = [request.system] if request.system else []
@@ -65,7 +76,8 @@ def to_anthropic(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]
 
 def _blocks(chunk: Chunk) -> list[dict[str, Any]]:
     if chunk.kind == "tool_result":
-        return [{"type": "tool_result", "tool_use_id": chunk.tool_call_id or "", "content": chunk.content}]
+        block = {"type": "tool_result", "tool_use_id": chunk.tool_call_id or "", "content": chunk.content}
+        return [{**block, "is_error": True} if _is_error_result(chunk.content) else block]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": chunk.content}] if chunk.content else []
     for tc in chunk.tool_calls or ():
         blocks.append(

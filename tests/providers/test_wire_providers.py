@@ -150,6 +150,17 @@ async def test_anthropic_history_maps_tool_results_to_user_blocks(model_server: 
 
 
 @pytest.mark.anyio
+async def test_anthropic_marks_typed_tool_errors_is_error(model_server: FakeModelServer, make: Make) -> None:
+    model_server.add(Reply("Sorry."))
+    failed = '{"error": {"type": "execution_error", "message": "no network", "tool": "get_weather"}}'
+    request = _history()
+    request.messages[-1] = Chunk(kind="tool_result", content=failed, tool_call_id="call_1", name="get_weather")
+    await make("anthropic", model_server).complete(request)
+    (block,) = model_server.received[0].body["messages"][2]["content"]
+    assert block["is_error"] is True and block["content"] == failed
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("status", [429, 503])
 async def test_retryable_failures_are_retried_then_succeed(
