@@ -65,12 +65,14 @@ def persist(s):
             w.write_chunk(i, r)
     return path
 
-def round_robin(ops, count):
-    samples = {n: [] for n in ops}
-    for _ in range(count):
-        for n, op in ops.items():
-            t0 = time.perf_counter(); op(); samples[n].append(time.perf_counter() - t0)
-    return {n: statistics.median(v) for n, v in samples.items()}
+def medians(ops, count):
+    out = {}
+    for n, op in ops.items():
+        samples = []
+        for _ in range(count):
+            t0 = time.perf_counter(); op(); samples.append(time.perf_counter() - t0)
+        out[n] = statistics.median(samples)
+    return out
 
 slow = max(5, min(repeats, 15))
 base = {n: Session(ChunkTable(tuple(row(i) for i in range(n)))) for n in sizes}
@@ -116,7 +118,7 @@ for name, make, count in (
         sizes0 = {n: (work / f"log-{n}.jsonl.__partial__").stat().st_size for n in sizes}
     if name == "merge_disk":
         paths = {n: [] for n in sizes}
-    times = round_robin({n: make(n) for n in sizes}, count)
+    times = medians({n: make(n) for n in sizes}, count)
     for n in sizes:
         out[n][name] = times[n]
         if name == "append_disk":
@@ -144,15 +146,23 @@ async def _db_bytes(rt: Runtime) -> int:
 Op = Callable[[], Awaitable[object]]
 
 
-async def _round_robin(ops: dict[int, Op], repeats: int) -> dict[int, float]:
-    """Median seconds of each size's op, the sizes taken in turn so machine noise hits all alike."""
-    samples: dict[int, list[float]] = {n: [] for n in ops}
-    for _ in range(repeats):
-        for n, op in ops.items():
+async def _medians(ops: dict[int, Op], repeats: int) -> dict[int, float]:
+    """Median seconds of each size's op, after one untimed run.
+
+    Each size runs its repeats back to back, not in turn with the others: a result freed late (a
+    worker thread drops its last reference to a 10,000-chunk read only on its next job) would
+    otherwise charge one size's cost to the next size's op.
+    """
+    out: dict[int, float] = {}
+    for n, op in ops.items():
+        await op()
+        samples = []
+        for _ in range(repeats):
             t0 = time.perf_counter()
             await op()
-            samples[n].append(time.perf_counter() - t0)
-    return {n: statistics.median(v) for n, v in samples.items()}
+            samples.append(time.perf_counter() - t0)
+        out[n] = statistics.median(samples)
+    return out
 
 
 async def _bytes_per_op(rt: Runtime, op: Op, count: int) -> float:
@@ -185,7 +195,7 @@ async def _measure(rt: Runtime, sizes: list[int], repeats: int, bytes_ops: int) 
 
     pairs: dict[int, list[list[str]]] = {n: [] for n in sizes}
     for n in sizes:
-        for _ in range(repeats + bytes_ops):
+        for _ in range(repeats + bytes_ops + 1):
             a, b = await s.fork(base[n], count=2)
             a2 = await s.append(a.id, [{"kind": "assistant", "content": "a"}])
             pairs[n].append([a2.id, (await s.append(b.id, [{"kind": "assistant", "content": "b"}])).id])
@@ -201,7 +211,7 @@ async def _measure(rt: Runtime, sizes: list[int], repeats: int, bytes_ops: int) 
         return lambda: s.get(base[n])
 
     for name, make in (("append", append), ("fork", fork), ("merge", merge), ("read", read)):
-        times = await _round_robin({n: make(n) for n in sizes}, min(repeats, 15) if name == "read" else repeats)
+        times = await _medians({n: make(n) for n in sizes}, min(repeats, 15) if name == "read" else repeats)
         for n in sizes:
             out[n][name] = times[n]
             if name != "read":
