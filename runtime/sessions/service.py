@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
-from runtime.errors import InvalidInputError, NotFoundError
+from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.sessions import jsonl
 from runtime.sessions.merge import merged_tail, total_usage
 from runtime.sessions.model import (
@@ -364,7 +364,7 @@ class SessionService:
                     exclude=scope
                 ) == header.model_dump(exclude=scope):
                     return current
-                raise InvalidInputError(
+                raise ConflictError(
                     f"session {header.id} already exists here with different content; "
                     "import into another home, or export the existing one to compare"
                 )

@@ -93,7 +93,7 @@ async def test_import_is_idempotent_and_refuses_a_different_session_under_the_sa
     header = json.loads(lines[0])
     forge(header)
     forged = "\n".join([json.dumps(header), *lines[1:]])
-    with pytest.raises(InvalidInputError, match="already exists here with different content"):
+    with pytest.raises(ConflictError, match="already exists here with different content"):
         await rt.sessions.import_jsonl(forged)
     assert count_rows(rt) == before
 
