@@ -2,7 +2,7 @@
 
 Modes:
   worker HOME LEASE_S          serve runs (4 workers) until killed; prints "ready" once serving
-  claim HOME GO_FILE           wait for GO_FILE, then claim runs until none is left; prints the claims as JSON
+  claim HOME DIR ROUNDS        for each round k: wait for DIR/go{k}, try to claim one run, print the claim as JSON
   start-approval HOME          start an approval run on a new session, wait until it parks, print it as JSON
 """
 
@@ -27,20 +27,17 @@ async def worker(home: str, lease_s: float) -> None:
         await anyio.sleep_forever()
 
 
-async def claim(home: str, go_file: str) -> None:
+async def claim(home: str, go_dir: str, rounds: int) -> None:
     async with Runtime.open(home, workers=0) as rt:
         rt.workflows.load(FLOWS)
         claimer = Worker(rt, slots=1, lease_s=60)
         print("ready", flush=True)
-        while not Path(go_file).exists():  # noqa: ASYNC110, ASYNC240 - the test process creates it
-            await anyio.sleep(0.005)
-        got: list[list[object]] = []
-        while True:
+        for k in range(rounds):
+            go = Path(go_dir) / f"go{k}"
+            while not go.exists():  # noqa: ASYNC110 - the test process creates it
+                await anyio.sleep(0.002)
             rows = await claimer.claim(1)
-            if not rows:
-                break
-            got += [[r["id"], r["lease_token"]] for r in rows]
-        print(json.dumps(got), flush=True)
+            print(json.dumps([[r["id"], r["lease_token"]] for r in rows]), flush=True)
 
 
 async def start_approval(home: str) -> None:
@@ -56,7 +53,7 @@ def main() -> None:
     if mode == "worker":
         anyio.run(worker, home, float(rest[0]))
     elif mode == "claim":
-        anyio.run(claim, home, rest[0])
+        anyio.run(claim, home, rest[0], int(rest[1]))
     elif mode == "start-approval":
         anyio.run(start_approval, home)
     else:
