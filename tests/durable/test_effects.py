@@ -80,12 +80,12 @@ async def _after(t: float) -> bool:
 async def test_reconciliation_never_touches_a_call_whose_worker_holds_its_lease(home: Path, tmp_path: Path) -> None:
     gate, log = tmp_path / "gate", str(tmp_path / "log")
     gate.touch()
-    async with Runtime.open(home, lease_s=0.6, workers=1) as a, Runtime.open(home, lease_s=0.6, workers=1) as b:
+    async with Runtime.open(home, lease_s=1.0, workers=1) as a, Runtime.open(home, lease_s=1.0, workers=1) as b:
         a.workflows.load(FLOWS)
         b.workflows.load(FLOWS)
         run = await a.runs.start("ledger", input={"log": log, "effect_gate": str(gate)})
         await eventually(lambda: _has_line(log, "c-start"))
-        await anyio.sleep(2.0)  # a negative check: several lease periods pass with both reapers running
+        await anyio.sleep(2.5)  # a negative check: several lease periods pass with both reapers running
         (c,) = [e for e in await b.runs.effects(status=None, run_id=run.id) if e.key == "c"]
         assert c.status == "dispatched"
         assert (await b.runs.get(run.id)).status == "running"

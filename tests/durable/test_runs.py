@@ -199,3 +199,15 @@ async def test_several_runs_progress_at_once(drt: Runtime, log: str, tmp_path: P
     gate.unlink()
     for run in runs:
         assert (await drt.runs.wait(run.id, 10)).status == "succeeded"
+
+
+async def test_runs_are_scoped_to_their_project(home: Path) -> None:
+    async with Runtime.open(home, project="a", workers=0) as a, Runtime.open(home, project="b") as b:
+        run = await a.runs.start("echo", input={"message": "mine"})
+        with pytest.raises(NotFoundError):
+            await b.runs.get(run.id)
+        with pytest.raises(NotFoundError):
+            await b.runs.cancel(run.id)
+        assert (await b.runs.list())[0] == [] and await b.runs.interrupts() == []
+        waited = await a.runs.wait(run.id, 0.5)  # b's workers never claim a's runs
+        assert waited.status == "queued"
