@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.errors import InvalidInputError
-from runtime.flow.tools import FlowToolCall, run_tool_calls, tool_map
-from runtime.providers.base import DeltaCallback, ModelRequest, Provider, TokenBudget
-from runtime.sessions.model import Chunk, SessionInfo, Usage
+from runtime.flow.tools import FlowToolCall, Journal, run_tool_calls, tool_map, unjournaled
+from runtime.providers.base import DeltaCallback, ModelRequest, ModelResponse, Provider, TokenBudget
+from runtime.sessions.model import Chunk, SessionInfo, ToolCall, Usage
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime
@@ -102,20 +102,43 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, provider={self.provider.name!r}, tools={sorted(self.tools)})"
 
-    async def _recall(self, rt: Runtime, history: list[Chunk]) -> list[Chunk]:
+    async def _recall(self, rt: Runtime, history: list[Chunk], journal: Journal) -> list[Chunk]:
         if self.memory is None or not self.memory.recall:
             return []
-        query = next((c.content for c in reversed(history) if c.kind == "user"), "")
+        query = next((c.content for c in reversed(history) if c.kind == "user" and not c.name), "")
         if not query.strip():
             return []
-        hits = await rt.memory.recall(query, k=self.memory.k, scope=self.memory.scope)
-        return [memory_chunk(hits)] if hits else []
+        memory = self.memory
 
-    async def run(self, rt: Runtime, session_id: str, *, progress: ProgressCallback | None = None) -> AgentResult:
-        """Run the loop on ``session_id``; every round is appended (op ``run``) with its usage."""
+        async def recall() -> list[dict[str, Any]]:
+            hits = await rt.memory.recall(query, k=memory.k, scope=memory.scope)
+            return [memory_chunk(hits).public()] if hits else []
+
+        return [Chunk.model_validate(c) for c in await journal(f"{self.name}.recall", recall, "read_only")]
+
+    async def _ask(self, request: ModelRequest, journal: Journal, key: str) -> ModelResponse:
+        async def ask() -> dict[str, Any]:
+            return response_json(await self.provider.complete(request, on_delta=self.on_delta))
+
+        return response_from_json(await journal(key, ask, "idempotent"))
+
+    async def run(
+        self,
+        rt: Runtime,
+        session_id: str,
+        *,
+        progress: ProgressCallback | None = None,
+        journal: Journal = unjournaled,
+    ) -> AgentResult:
+        """Run the loop on ``session_id``; every round is appended (op ``run``) with its usage.
+
+        Inside a durable step pass ``journal=ctx.effect``: model answers, tool calls and appends
+        become effects, so a step run again (after an interrupt or a crash) replays what was done
+        and carries on from there instead of asking the model and running the tools again.
+        """
         session = await rt.sessions.get(session_id)
         history = list(session.chunks)
-        pending = await self._recall(rt, history)
+        pending = await self._recall(rt, history, journal)
         history += pending
         specs = [tool.spec() for tool in self.tools.values()]
         budget = TokenBudget(self.token_budget) if self.token_budget else None
@@ -123,11 +146,13 @@ class Agent:
         stop: StopReason = "max_rounds"
         for round_no in range(1, self.max_rounds + 1):
             request = ModelRequest(list(history), self.system_prompt, specs, self.max_tokens, self.temperature)
-            response = await self.provider.complete(request, on_delta=self.on_delta)
+            response = await self._ask(request, journal, f"{self.name}.{round_no}.model")
             spent = spent + response.usage
             if budget is not None:
                 budget.charge(response.usage)
-            outcomes = await run_tool_calls(self.tools, response.tool_calls) if response.tool_calls else []
+            outcomes = await run_tool_calls(
+                self.tools, response.tool_calls, journal=journal, key=f"{self.name}.{round_no}.tool"
+            )
             answer = response.content
             if not response.tool_calls:
                 stop = "answered"
@@ -136,8 +161,8 @@ class Agent:
             done = stop != "max_rounds" or round_no == self.max_rounds
             chunks = [*pending, response.as_chunk(), *(o.chunk() for o in outcomes)]
             meta = {"agent": {"name": self.name, "rounds": round_no, "stop": stop, "truncated": stop != "answered"}}
-            current = await rt.sessions.append(
-                current.id, chunks, usage=response.usage, op="run", metadata=meta if done else None
+            current = await self._append(
+                rt, journal, f"{self.name}.{round_no}.append", current.id, chunks, response, meta if done else None
             )
             history += chunks
             pending = []
@@ -147,5 +172,48 @@ class Agent:
             if done:
                 break
         if self.memory is not None and self.memory.commit:
-            await rt.memory.commit(current.id, scope=self.memory.commit_scope)
+            await self._commit(rt, journal, current.id, self.memory.commit_scope)
         return AgentResult(current, answer, stop != "answered", round_no, spent, stop)
+
+    async def _append(
+        self,
+        rt: Runtime,
+        journal: Journal,
+        key: str,
+        base: str,
+        chunks: list[Chunk],
+        response: ModelResponse,
+        meta: dict[str, Any] | None,
+    ) -> SessionInfo:
+        async def append() -> dict[str, Any]:
+            info = await rt.sessions.append(base, chunks, usage=response.usage, op="run", metadata=meta)
+            return info.model_dump(mode="json")
+
+        return SessionInfo.model_validate(await journal(key, append, "idempotent"))
+
+    async def _commit(self, rt: Runtime, journal: Journal, session_id: str, scope: str) -> None:
+        async def commit() -> str:
+            return (await rt.memory.commit(session_id, scope=scope)).archived_uri
+
+        await journal(f"{self.name}.commit", commit, "idempotent")
+
+
+def response_json(response: ModelResponse) -> dict[str, Any]:
+    """A model answer as JSON (for the effect ledger)."""
+    return {
+        "content": response.content,
+        "tool_calls": [tc.model_dump(mode="json") for tc in response.tool_calls],
+        "usage": response.usage.model_dump(),
+        "stop_reason": response.stop_reason,
+        "model": response.model,
+    }
+
+
+def response_from_json(data: dict[str, Any]) -> ModelResponse:
+    return ModelResponse(
+        content=str(data["content"]),
+        tool_calls=[ToolCall.model_validate(tc) for tc in data["tool_calls"]],
+        usage=Usage.model_validate(data["usage"]),
+        stop_reason=str(data["stop_reason"]),
+        model=str(data["model"]),
+    )

@@ -32,7 +32,7 @@ from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from runtime.errors import InvalidInputError
-from runtime.flow.tools import FlowToolCall, ToolExecutionError, ToolFn
+from runtime.flow.tools import EffectKind, FlowToolCall, ToolExecutionError, ToolFn
 from runtime.providers.config import read_config
 
 PROTOCOL_VERSION = "2025-06-18"
@@ -80,6 +80,14 @@ def result_text(result: dict[str, Any]) -> str:
     if not parts and result.get("structuredContent") is not None:
         parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))
     return "\n".join(parts)
+
+
+def _effect_class(annotations: Any) -> EffectKind:
+    """The server's own hints (MCP tool annotations) decide how a call is replayed after a crash."""
+    hints = annotations if isinstance(annotations, dict) else {}
+    if hints.get("readOnlyHint") is True:
+        return "read_only"
+    return "idempotent" if hints.get("idempotentHint") is True else "non_idempotent"
 
 
 class MCPToolServer:
@@ -267,6 +275,7 @@ class MCPToolServer:
                     parameters=schema,
                     fn=self._caller(tool["name"]),
                     resource_key=self.spec.resource_key,
+                    effect_class=_effect_class(tool.get("annotations")),
                 )
             )
         return out

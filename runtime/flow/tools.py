@@ -5,6 +5,10 @@ A tool is a name, a description, a JSON schema of its arguments, an async callab
 share one in order. ``run_tool_calls`` does that and turns every failure into a typed result the
 model can read (``invalid_arguments``, ``unknown_tool``, ``execution_error``) instead of an exception
 that would end the run; cancellation and control signals (interrupts) still propagate.
+
+Given a ``journal`` (inside a durable step: ``ctx.effect``), each call runs as an effect of the
+tool's ``effect_class``: when the step runs again (a resume after an interrupt, a retry after a
+crash) a call that completed is replayed from the ledger, not executed a second time.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 import jsonschema
@@ -26,8 +30,20 @@ from runtime.sessions.model import Chunk, ToolCall
 
 ToolFn = Callable[..., Awaitable[str | dict[str, Any] | list[Any]]]
 ToolErrorKind = Literal["invalid_arguments", "unknown_tool", "execution_error"]
+EffectKind = Literal["none", "read_only", "idempotent", "non_idempotent"]
 MAX_RESULT_CHARS = 50_000
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class Journal(Protocol):
+    """Runs ``fn`` once under ``key`` and records its JSON result (``StepContext.effect`` is one)."""
+
+    def __call__(self, key: str, fn: Callable[[], Awaitable[Any]], effect_class: str, /) -> Awaitable[Any]: ...
+
+
+async def unjournaled(key: str, fn: Callable[[], Awaitable[Any]], effect_class: str, /) -> Any:
+    """The journal of a plain (non-durable) run: just call ``fn``."""
+    return await fn()
 
 
 class ToolExecutionError(RathError):
@@ -43,6 +59,7 @@ class FlowToolCall:
     parameters: dict[str, Any]
     fn: ToolFn
     resource_key: str | None = None
+    effect_class: EffectKind = "non_idempotent"
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -119,8 +136,24 @@ async def _invoke(tool: FlowToolCall, call: ToolCall, args: dict[str, Any]) -> T
     return ToolOutcome(call, _render(value))
 
 
-async def run_tool_calls(tools: Mapping[str, FlowToolCall], calls: Sequence[ToolCall]) -> list[ToolOutcome]:
-    """Run ``calls``: in parallel across resource keys, in order within one; outcomes in call order."""
+async def _journaled(
+    journal: Journal, key: str, tool: FlowToolCall, call: ToolCall, args: dict[str, Any]
+) -> ToolOutcome:
+    async def execute() -> dict[str, Any]:
+        outcome = await _invoke(tool, call, args)
+        return {"content": outcome.content, "error": outcome.error}
+
+    recorded = await journal(key, execute, tool.effect_class)
+    return ToolOutcome(call, str(recorded["content"]), recorded.get("error"))
+
+
+async def run_tool_calls(
+    tools: Mapping[str, FlowToolCall], calls: Sequence[ToolCall], *, journal: Journal = unjournaled, key: str = "tool"
+) -> list[ToolOutcome]:
+    """Run ``calls``: in parallel across resource keys, in order within one; outcomes in call order.
+
+    Each call is journaled as ``{key}.{index}`` with its tool's effect class.
+    """
     outcomes: list[ToolOutcome | None] = [None] * len(calls)
     lanes: dict[str, list[tuple[int, FlowToolCall, dict[str, Any]]]] = {}
     for index, call in enumerate(calls):
@@ -136,12 +169,12 @@ async def run_tool_calls(tools: Mapping[str, FlowToolCall], calls: Sequence[Tool
         except ToolArgumentsError as exc:
             outcomes[index] = error_outcome(call, "invalid_arguments", str(exc))
             continue
-        key = tool.resource_key if tool.resource_key is not None else f"\x00call-{index}"
-        lanes.setdefault(key, []).append((index, tool, args))
+        lane_key = tool.resource_key if tool.resource_key is not None else f"\x00call-{index}"
+        lanes.setdefault(lane_key, []).append((index, tool, args))
 
     async def run_lane(lane: list[tuple[int, FlowToolCall, dict[str, Any]]]) -> None:
         for index, tool, args in lane:
-            outcomes[index] = await _invoke(tool, calls[index], args)
+            outcomes[index] = await _journaled(journal, f"{key}.{index}", tool, calls[index], args)
 
     try:
         async with anyio.create_task_group() as tg:
@@ -223,7 +256,12 @@ def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
     text = {"type": "string"}
     return [
         FlowToolCall(
-            "read_file", "Read a text file from the workspace.", obj({"path": _PATH}, ["path"]), read_file, key
+            "read_file",
+            "Read a text file from the workspace.",
+            obj({"path": _PATH}, ["path"]),
+            read_file,
+            key,
+            "read_only",
         ),
         FlowToolCall(
             "write_file",
@@ -231,9 +269,15 @@ def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
             obj({"path": _PATH, "content": text}, ["path", "content"]),
             write_file,
             key,
+            "idempotent",  # the same content written again leaves the same file
         ),
         FlowToolCall(
-            "list_files", "List a workspace directory (sorted by name).", obj({"path": _PATH}, []), list_files, key
+            "list_files",
+            "List a workspace directory (sorted by name).",
+            obj({"path": _PATH}, []),
+            list_files,
+            key,
+            "read_only",
         ),
         FlowToolCall(
             "path_exists",
@@ -241,6 +285,7 @@ def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
             obj({"path": _PATH}, ["path"]),
             path_exists,
             key,
+            "read_only",
         ),
         FlowToolCall(
             "run_command",

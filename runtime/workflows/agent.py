@@ -5,9 +5,10 @@ appended to it) goes to an ``Agent`` with the built-in sandbox tools on the sess
 the tools of any MCP servers declared in ``config.json``, and memory recall. The provider is
 ``input.provider``, else the runtime's default (``RATH_PROVIDER``; ``scripted`` offline).
 
-The whole agent loop is one non-idempotent effect: once it has finished, a resumed run replays its
-result instead of running tools again; a crash in the middle of it leaves the run for review
-rather than repeating commands that may already have changed the workspace.
+The agent runs journaled on the step's effect ledger (``journal=ctx.effect``): every model answer,
+tool call and session append is an effect, so when the step runs again (after a crash or a retry)
+what was done is replayed and the loop carries on from there. A command that was in flight when a
+worker died is not run again blindly: it becomes ``ambiguous`` and the run waits for review.
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ async def input_session(ctx: StepContext) -> Session:
     return await sessions.get(ctx.session_id)
 
 
+async def journaled_input_session(ctx: StepContext) -> Session:
+    """``input_session`` as an effect: a step run again works on the same session, not a second one."""
+
+    async def prepare() -> str:
+        return (await input_session(ctx)).id
+
+    session_id: str = await ctx.effect("input_session", prepare, EffectClass.IDEMPOTENT)
+    return await ctx.runtime.sessions.get(session_id)
+
+
 async def workspace_tools(ctx: StepContext, session: Session, stack: AsyncExitStack) -> list[FlowToolCall]:
     """Sandbox tools on the session's placement plus the tools of configured MCP servers (kept open by ``stack``)."""
     rt = ctx.runtime
@@ -87,13 +98,13 @@ class AgentWorkflow(Workflow):
 
     @step(entry=True, effects=EffectClass.NON_IDEMPOTENT)
     async def act(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        outcome: dict[str, Any] = await ctx.effect("agent", lambda: self._run(ctx), EffectClass.NON_IDEMPOTENT)
+        outcome = await self._run(ctx)
         ctx.set_output_session(outcome["output_session_id"])
         return {**state, **outcome}
 
     async def _run(self, ctx: StepContext) -> dict[str, Any]:
         inp = ctx.input
-        session = await input_session(ctx)
+        session = await journaled_input_session(ctx)
         provider = ctx.runtime.providers.get(inp.get("provider"))
         async with AsyncExitStack() as stack:
             tools = await workspace_tools(ctx, session, stack) if inp.get("tools", True) else []
@@ -107,7 +118,7 @@ class AgentWorkflow(Workflow):
                 max_rounds=int(inp.get("max_rounds", 8)),
                 token_budget=inp.get("token_budget"),
             )
-            result = await agent.run(ctx.runtime, session.id, progress=ctx.progress)
+            result = await agent.run(ctx.runtime, session.id, progress=ctx.progress, journal=ctx.effect)
         return result_state(result)
 
 

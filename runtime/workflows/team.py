@@ -8,8 +8,8 @@ chunk named ``team`` (with the selection's token usage), so the transcript shows
 
 An unusable choice falls back to the planner on the first turn and to ``finish`` later (a team
 that cannot tell who should act next stops rather than loops); ``max_turns`` caps the members'
-turns. Member turns are non-idempotent effects (their tools change the workspace); choices are
-recorded as idempotent ones.
+turns. Each member's agent runs journaled on its step's effect ledger (model answers, tool calls,
+appends), and each choice is an idempotent effect, so a step run again replays instead of redoing.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from runtime.flow.agent import Agent, MemoryOptions
 from runtime.flow.selector import Choice, Selector
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, router, step
-from runtime.workflows.agent import input_session, result_state, workspace_tools
+from runtime.workflows.agent import journaled_input_session, result_state, workspace_tools
 
 MEMBERS: dict[str, tuple[str, str]] = {
     "planner": (
@@ -71,11 +71,8 @@ class Team(Workflow):
 
     @step(entry=True, effects=EffectClass.IDEMPOTENT, successors=["route"])
     async def begin(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        async def prepare() -> str:
-            return (await input_session(ctx)).id
-
-        session_id: str = await ctx.effect("input_session", prepare, EffectClass.IDEMPOTENT)
-        return await self._choose({**state, "session_id": session_id, "turns": []}, ctx)
+        session = await journaled_input_session(ctx)
+        return await self._choose({**state, "session_id": session.id, "turns": []}, ctx)
 
     @router(successors=[*MEMBERS, FINISH])
     async def route(self, state: dict[str, Any], ctx: StepContext) -> str:
@@ -104,22 +101,20 @@ class Team(Workflow):
         return {**state, "answer": answers[-1] if answers else "", "output_session_id": state["session_id"]}
 
     async def _member(self, member: str, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        async def act() -> dict[str, Any]:
-            rt, inp = ctx.runtime, ctx.input
-            session = await rt.sessions.get(state["session_id"])
-            async with AsyncExitStack() as stack:
-                agent = Agent(
-                    MEMBERS[member][1],
-                    rt.providers.get(inp.get("provider")),
-                    await workspace_tools(ctx, session, stack),
-                    memory=MemoryOptions() if member == "researcher" else False,
-                    max_rounds=int(inp.get("max_rounds", 6)),
-                    token_budget=inp.get("token_budget"),
-                    name=member,
-                )
-                return result_state(await agent.run(rt, session.id, progress=ctx.progress))
-
-        outcome: dict[str, Any] = await ctx.effect(f"turn:{member}", act, EffectClass.NON_IDEMPOTENT)
+        rt, inp = ctx.runtime, ctx.input
+        session = await rt.sessions.get(state["session_id"])
+        async with AsyncExitStack() as stack:
+            agent = Agent(
+                MEMBERS[member][1],
+                rt.providers.get(inp.get("provider")),
+                await workspace_tools(ctx, session, stack),
+                memory=MemoryOptions() if member == "researcher" else False,
+                max_rounds=int(inp.get("max_rounds", 6)),
+                token_budget=inp.get("token_budget"),
+                name=member,
+            )
+            result = await agent.run(rt, session.id, progress=ctx.progress, journal=ctx.effect)
+        outcome = result_state(result)
         turn = {"member": member, **{k: outcome[k] for k in ("answer", "truncated", "rounds", "stop")}}
         next_state = {**state, "session_id": outcome["output_session_id"], "turns": [*state["turns"], turn]}
         ctx.set_output_session(outcome["output_session_id"])
