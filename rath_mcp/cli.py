@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
     p.add_argument("--workers", type=int, default=4, help="runs driven at once (default 4)")
+    p.add_argument("--lease-s", type=float, default=30.0, help="how soon another worker may take over a dead one")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     _home_arg(p)
 
@@ -117,7 +118,7 @@ async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     if args.workers < 1:
         raise InvalidInputError("--workers must be at least 1 for a worker process")
-    async with Runtime.open(home, workers=args.workers) as rt:
+    async with Runtime.open(home, workers=args.workers, lease_s=args.lease_s) as rt:
         await shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
         await shell.wait_for_stop_signal()
