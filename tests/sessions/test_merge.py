@@ -167,3 +167,19 @@ async def test_merging_a_session_with_itself_is_refused(rt: Runtime) -> None:
         await rt.sessions.merge([a.id, "ses_ffffffffffffffffffffffff"])
     page, _ = await rt.sessions.page()
     assert [s.id for s in page] == [a.id]
+
+
+async def test_a_result_derived_from_two_branches_carries_their_history_once(rt: Runtime) -> None:
+    """derive (what runs and compress use) defaults its usage to the parents' joint history, and a
+    later merge with one of those parents adds nothing twice."""
+    p = await rt.sessions.create([msg("p")], usage=tokens(10))
+    a = await rt.sessions.append(p.id, [msg("a")], usage=tokens(1))
+    b = await rt.sessions.append(p.id, [msg("b")], usage=tokens(2))
+    summary = await rt.sessions.derive([a.id, b.id], [msg("summary of a and b", "system")], op="compress")
+    assert summary.usage == tokens(13) and summary.parents == (a.id, b.id)
+    spent = await rt.sessions.derive([a.id, b.id], [msg("answer", "assistant")], op="run", usage=tokens(20))
+    assert spent.usage == tokens(20)
+    m = await rt.sessions.merge([spent.id, b.id])
+    assert m.usage == tokens(20)  # b's history is already inside spent's
+    m2 = await rt.sessions.merge([summary.id, spent.id])
+    assert m2.usage == tokens(20)  # spent added 7 over the same history summary holds
