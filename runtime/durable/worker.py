@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import sqlite3
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CANCEL_POLL_S = 0.25
+RESTART_S = 1.0
 
 
 class Worker:
@@ -46,6 +48,8 @@ class Worker:
         self.leases: dict[str, Lease] = {}
         self._wake = anyio.Event()
         self._slot_free = anyio.Event()
+        self._stopping = False
+        self._claiming: anyio.CancelScope | None = None
 
     def wake(self) -> None:
         """Look for ready runs now (a run was queued in this process)."""
@@ -66,13 +70,12 @@ class Worker:
         self.rt.runs.workers.append(self)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._renew_loop)
-                tg.start_soon(self._reap_loop)
-                claiming = anyio.CancelScope()
-                tg.start_soon(self._claim_loop, tg, claiming)
+                tg.start_soon(_resilient, self._renew_loop, "renew")
+                tg.start_soon(_resilient, self._reap_loop, "reap")
+                tg.start_soon(_resilient, partial(self._claim_loop, tg), "claim")
                 if stop is not None:
                     await stop.wait()
-                    claiming.cancel()
+                    self._stop_claiming()
                     with anyio.move_on_after(drain_s):
                         while self.leases:
                             await self._slot_free.wait()
@@ -90,8 +93,15 @@ class Worker:
             )
         return rows
 
-    async def _claim_loop(self, tg: TaskGroup, scope: anyio.CancelScope) -> None:
-        with scope:
+    def _stop_claiming(self) -> None:
+        self._stopping = True
+        if self._claiming is not None:
+            self._claiming.cancel()
+
+    async def _claim_loop(self, tg: TaskGroup) -> None:
+        if self._stopping:
+            return
+        with anyio.CancelScope() as self._claiming:
             await self._claim_forever(tg)
 
     async def _claim_forever(self, tg: TaskGroup) -> None:
@@ -206,6 +216,20 @@ class Worker:
             await self.rt.db.write(write)
         except Exception:
             log.exception("could not release leases on shutdown")
+
+
+async def _resilient(loop: Callable[[], Awaitable[None]], name: str) -> None:
+    """Keep a worker loop alive through unexpected errors (a full disk, a locked file): log, pause, go on.
+
+    A worker that died silently would leave its runs to lease expiry and its process serving nothing.
+    """
+    while True:
+        try:
+            await loop()
+            return
+        except Exception:
+            log.exception("durable worker %s loop failed; retrying in %.1f s", name, RESTART_S)
+            await anyio.sleep(RESTART_S)
 
 
 async def run_worker(

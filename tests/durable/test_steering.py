@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import anyio
 import pytest
 
 from runtime import Run, Runtime, run_worker
+from runtime.durable.worker import _resilient
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines
 
@@ -137,3 +139,16 @@ async def test_run_worker_serves_until_stopped_and_drains_the_runs_in_hand(home:
                 gate.unlink()
         assert (await rt.runs.get(run.id)).status == "succeeded"
         assert (await rt.runs.get(late.id)).status == "queued"  # left for another worker
+
+
+async def test_a_worker_loop_survives_an_unexpected_error(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[int] = []
+
+    async def loop() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    with anyio.fail_after(5):
+        await _resilient(loop, "claim")
+    assert len(calls) == 2 and "durable worker claim loop failed" in caplog.text
