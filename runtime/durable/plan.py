@@ -119,6 +119,15 @@ def _step_plan(cls: type, name: str, spec: StepSpec, fn: Callable[..., Any]) -> 
             "idempotency_key; add idempotency_key='...{run_id}...' (given to the step as ctx.idempotency_key), "
             "declare a weaker effects= class, or drop the retries",
         )
+    if spec.idempotency_key is not None:
+        try:
+            spec.idempotency_key.format(run_id="run", step=name, visit=1)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise _fail(
+                cls,
+                f"idempotency_key {spec.idempotency_key!r} of step {name!r} is not a valid template ({exc!r}); "
+                "it may use {run_id}, {step} and {visit}",
+            ) from None
     return StepPlan(
         name=name,
         kind=spec.kind,

@@ -100,6 +100,14 @@ def test_a_retrying_non_idempotent_step_needs_an_idempotency_key() -> None:
 
     assert compile_workflow(Safe).steps["pay"].retry.max_attempts == 3
 
+    class BadTemplate(Workflow):
+        @step(entry=True, retry=2, idempotency_key="pay:{order}")
+        async def pay(self, state: State, ctx: StepContext) -> State:
+            return state
+
+    with pytest.raises(InvalidInputError, match=r"not a valid template .* \{run_id\}, \{step\} and \{visit\}"):
+        compile_workflow(BadTemplate)
+
 
 def test_a_plain_step_with_two_successors_must_be_a_router() -> None:
     class Fork(Workflow):
