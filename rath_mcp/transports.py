@@ -7,6 +7,10 @@ report the address they actually bound (``--port 0`` picks a free port) on stder
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import anyio
@@ -33,9 +37,30 @@ async def serve(server: MCPServer, transport: Transport, *, host: str = "127.0.0
         raise ValueError(f"unknown transport {transport!r}; use stdio, http or sse")
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without re-raising SIGINT/SIGTERM after its graceful shutdown.
+
+    uvicorn re-raises the stop signal once it has stopped, which kills the process before the
+    runtime around the server has closed (its workers and store). Here a stop signal ends
+    ``serve`` normally, so every ``async with`` unwinds and the process exits 0.
+    """
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
 async def _serve_asgi(app: ASGIApp, host: str, port: int, label: str, path: str) -> None:
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    web = uvicorn.Server(config)
+    web = _Uvicorn(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(web.serve)
         while not web.started:

@@ -118,3 +118,22 @@ async def test_serve_over_stdio_loads_workflows_from_a_file(tmp_path: Path) -> N
         assert "shout" in {w["name"] for w in listed.structured_content["workflows"]}
         run = await client.call_tool("run_start", {"workflow": "shout", "input": {"message": "hi"}, "wait_s": 20})
         assert run.structured_content is not None and run.structured_content["status"] == "succeeded"
+
+
+async def test_serve_over_http_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "rath_mcp", "serve", "--transport", "http", "--port", "0"]
+    server = await anyio.open_process([*command, "--home", str(tmp_path / "home")], stderr=subprocess.PIPE)
+    async with server:
+        assert server.stderr is not None
+        seen = b""
+        with anyio.fail_after(30):
+            while b"/mcp\n" not in seen:
+                seen += await server.stderr.receive()
+        url = seen.decode().split(" on ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        async with Client(url, mode="legacy") as client:
+            created = await client.call_tool("session_create", {"message": "over http"})
+            assert created.structured_content is not None
+        server.send_signal(signal.SIGTERM)
+        with anyio.fail_after(15):
+            assert await server.wait() == 0
