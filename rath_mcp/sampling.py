@@ -3,12 +3,13 @@
 A middleware notes every handshake-era client that declared the ``sampling`` capability, and the
 tool calls they have in flight. A model call from a run (in a background worker) goes to the
 newest such client: over the channel of one of its in-flight calls when there is one (that works
-on every transport, HTTP included), else over its connection's standalone channel.
+on every transport, HTTP included), else over its connection's standalone channel. With no such
+client but a 2026-07-28 client that samples, the call waits in a ``SamplingQueue`` until that
+client's ``run_wait`` hands it out in an ``InputRequiredResult`` (see ``sampling_queue``).
 
 Chunks become ``SamplingMessage``s: system chunks join the system prompt, assistant tool calls
 become ``tool_use`` blocks and tool results ``tool_result`` blocks; tools are offered only to
-clients that declared ``sampling.tools``. 2026-07-28 connections have no server-to-client
-requests, so they are never asked (and a run using ``sampling`` then fails with a clear error).
+clients that declared ``sampling.tools``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
@@ -36,6 +38,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from rath_mcp.sampling_queue import SamplingQueue
 from rath_mcp.sdk import connection_of
 from runtime import Runtime
 from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
@@ -57,13 +60,18 @@ class _Client:
 class ClientSampling:
     """Routes ``ModelRequest``s to a connected client's ``sampling/createMessage``."""
 
-    def __init__(self) -> None:
+    def __init__(self, queue: SamplingQueue | None = None) -> None:
         self._clients: dict[int, _Client] = {}  # by connection, oldest first
+        self.queue = queue or SamplingQueue()
+        self._modern_seen_at = float("-inf")  # when a 2026-07-28 client that samples last called
 
     # -- bookkeeping (from the middleware) -------------------------------------------------
     async def observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         caps = ctx.session.client_capabilities
-        if caps is None or caps.sampling is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if caps is None or caps.sampling is None:
+            return await call_next(ctx)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._modern_seen_at = anyio.current_time()
             return await call_next(ctx)
         connection = connection_of(ctx.session)
         key = id(connection)
@@ -84,12 +92,19 @@ class ClientSampling:
         finally:
             client.in_flight.remove(entry)
 
+    def _modern_client_around(self) -> bool:
+        """A sampling 2026-07-28 client waits on a run now, or called recently enough to come back."""
+        recent = anyio.current_time() - self._modern_seen_at < self.queue.answer_wait_s
+        return self.queue.has_waiters or recent
+
     # -- the provider callback -------------------------------------------------------------
     async def __call__(self, request: ModelRequest) -> ModelResponse:
+        if not self._clients and self._modern_client_around():
+            return from_result(await self.queue.ask(request), request)
         if not self._clients:
             raise ProviderError(
                 "no connected MCP client offers sampling; connect a client that declares the sampling "
-                "capability (handshake-era protocol), or configure openai, anthropic or scripted",
+                "capability, or configure openai, anthropic or scripted",
                 provider="sampling",
             )
         client = next(reversed(self._clients.values()))

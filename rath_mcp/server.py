@@ -43,13 +43,13 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
         SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
     )
     server.middleware.append(concise_validation_errors)
-    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s))
+    client_sampling = sampling.install(server, rt)
+    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling.queue))
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)
     resources.register_memory_resources(server, rt)
     prompts.register_prompts(server, rt)
     prompts.register_completions(server, rt)
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))
-    sampling.install(server, rt)
     logs.install(server)
     return server

@@ -20,13 +20,23 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitResult, InputRequiredResult
+from mcp_types import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitResult,
+    InputRequest,
+    InputRequiredResult,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rath_mcp.asking import Answer, answer_from, form_for, message_for, request_for
 from rath_mcp.logs import level_of, log
+from rath_mcp.sampling import to_params
+from rath_mcp.sampling_queue import SamplingQueue
 from runtime import ConflictError, Runtime
 from runtime.durable.models import SETTLED, Interrupt, Run
+from runtime.providers import ModelRequest
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +56,17 @@ def client_can_elicit(ctx: Context) -> bool:
     if elicitation is None:
         return False
     return elicitation.form is not None or elicitation.url is None  # `{}` means form (2025-06-18 clients)
+
+
+def client_can_sample(ctx: Context) -> bool:
+    """Whether the calling client declared sampling."""
+    caps = ctx.client_capabilities
+    return caps is not None and caps.sampling is not None
+
+
+def client_samples_tools(ctx: Context) -> bool:
+    caps = ctx.client_capabilities
+    return caps is not None and caps.sampling is not None and caps.sampling.tools is not None
 
 
 def is_modern(ctx: Context) -> bool:
@@ -83,9 +104,10 @@ class _Progress:
 class RunWaiter:
     """Waits on runs for the tools of one server."""
 
-    def __init__(self, rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> None:
+    def __init__(self, rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, sampling: SamplingQueue | None = None) -> None:
         self.rt = rt
         self.heartbeat_s = heartbeat_s
+        self.sampling = sampling
 
     async def settle(self, ctx: Context, run_id: str, budget_s: float, progress: _Progress | None = None) -> Run:
         """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out.
@@ -119,19 +141,69 @@ class RunWaiter:
         deadline = anyio.current_time() + budget_s
         progress = _Progress(ctx, budget_s)
         asked = set(await self.apply_answers(ctx, run_id))
+        queue = self.sampling if self.sampling is not None and is_modern(ctx) and client_can_sample(ctx) else None
         while True:
-            run = await self.settle(ctx, run_id, deadline - anyio.current_time(), progress)
+            left = deadline - anyio.current_time()
+            if queue is None:
+                run = await self.settle(ctx, run_id, left, progress)
+            else:
+                with queue.waiting():
+                    run, samples = await self._settle_or_sample(ctx, queue, run_id, left, progress)
+                if samples:
+                    return self._input_required(ctx, run_id, asked, [], samples)
             fresh = [i for i in run.pending_interrupts if i.id not in asked]
             if run.status != "waiting" or not fresh or deadline <= anyio.current_time() or not client_can_elicit(ctx):
                 return run
             if is_modern(ctx):
-                state = {"run_id": run_id, "asked": sorted(asked | {i.id for i in fresh})}
-                return InputRequiredResult(
-                    input_requests={i.id: request_for(i) for i in fresh}, request_state=json.dumps(state)
-                )
+                return self._input_required(ctx, run_id, asked, fresh, {})
             asked |= {i.id for i in fresh}
             if not await self._elicit(ctx, fresh, deadline):
                 return await self.rt.runs.get(run_id)
+
+    async def _settle_or_sample(
+        self, ctx: Context, queue: SamplingQueue, run_id: str, budget_s: float, progress: _Progress
+    ) -> tuple[Run, dict[str, ModelRequest]]:
+        """Settle, unless a model call of a run needs this (2026-07-28) client's model first."""
+        deadline = anyio.current_time() + budget_s
+        while True:
+            samples = queue.take()
+            left = deadline - anyio.current_time()
+            if samples or left <= 0:
+                return await self.rt.runs.get(run_id), samples
+            settled = await self._settle_unless_sampled(ctx, queue, run_id, left, progress)
+            if settled is not None:
+                return settled, {}
+
+    async def _settle_unless_sampled(
+        self, ctx: Context, queue: SamplingQueue, run_id: str, budget_s: float, progress: _Progress
+    ) -> Run | None:
+        """The settled run, or None when a model call arrived first."""
+        settled: Run | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def settle() -> None:
+                nonlocal settled
+                settled = await self.settle(ctx, run_id, budget_s, progress)
+                tg.cancel_scope.cancel()
+
+            async def sample() -> None:
+                await queue.arrived()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(settle)
+            tg.start_soon(sample)
+        return settled
+
+    def _input_required(
+        self, ctx: Context, run_id: str, asked: set[str], fresh: list[Interrupt], samples: dict[str, ModelRequest]
+    ) -> InputRequiredResult:
+        """Questions for a 2026-07-28 client: interrupts as elicitations, model calls as sampling requests."""
+        requests: dict[str, InputRequest] = {i.id: request_for(i) for i in fresh}
+        tools = client_samples_tools(ctx)
+        for key, request in samples.items():
+            requests[key] = CreateMessageRequest(params=to_params(request, with_tools=tools))
+        state = {"run_id": run_id, "asked": sorted(asked | {i.id for i in fresh}), "sampling": sorted(samples)}
+        return InputRequiredResult(input_requests=requests, request_state=json.dumps(state))
 
     async def _elicit(self, ctx: Context, interrupts: list[Interrupt], deadline: float) -> int:
         """Ask each interrupt over the connection (handshake era); returns how many were decided."""
@@ -158,6 +230,13 @@ class RunWaiter:
         if state is None or state.get("run_id") != run_id:
             return []
         responses = ctx.input_responses or {}
+        if self.sampling is not None:
+            handed = [str(k) for k in state.get("sampling", [])]
+            for key in handed:
+                response = responses.get(key)
+                if isinstance(response, CreateMessageResult | CreateMessageResultWithTools):
+                    self.sampling.answer(key, response)
+            self.sampling.release([k for k in handed if k not in responses])
         pending = {i.id: i for i in (await self.rt.runs.get(run_id)).pending_interrupts}
         for key, response in responses.items():
             if key in pending and isinstance(response, ElicitResult):
