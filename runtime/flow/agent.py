@@ -134,7 +134,8 @@ class Agent:
 
         Inside a durable step pass ``journal=ctx.effect``: model answers, tool calls and appends
         become effects, so a step run again (after an interrupt or a crash) replays what was done
-        and carries on from there instead of asking the model and running the tools again.
+        and carries on from there instead of asking the model and running the tools again. Effect
+        keys start with the agent's ``name``: two agents journaled in one step need distinct names.
         """
         session = await rt.sessions.get(session_id)
         history = list(session.chunks)

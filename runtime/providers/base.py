@@ -8,6 +8,7 @@ arrives; the returned response is the same either way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -105,6 +106,11 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return text
+
+
+def safe_url(url: object) -> str:
+    """A URL for reprs and messages: any ``user:password@`` part is dropped."""
+    return re.sub(r"//[^/@]*@", "//", str(url))
 
 
 def estimate_tokens(text: str) -> int:

@@ -19,6 +19,7 @@ from runtime.providers.base import (
     ModelResponse,
     ProviderError,
     redact,
+    safe_url,
     usage_of,
 )
 from runtime.providers.retry import (
@@ -87,7 +88,7 @@ class OpenAIProvider:
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+        return f"OpenAIProvider(model={self.model!r}, base_url={safe_url(self._client.base_url)!r})"
 
     async def aclose(self) -> None:
         await self._client.close()

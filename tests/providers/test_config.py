@@ -128,3 +128,10 @@ async def test_registry_builds_once_accepts_registrations_and_closes(tmp_path: P
     await registry.aclose()
     assert registry.get("openai") is not openai_provider
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_credentials_in_a_base_url_stay_out_of_the_repr(tmp_path: Path) -> None:
+    provider = load_provider("openai", tmp_path, env={"OPENAI_BASE_URL": "http://bob:hunter22@127.0.0.1:1/v1"})
+    assert "hunter22" not in repr(provider) and "bob" not in repr(provider) and "127.0.0.1:1" in repr(provider)
+    await provider.aclose()  # type: ignore[attr-defined]
