@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -70,8 +71,6 @@ def peak_rss_mb() -> float:
 
 def fsync_ms(samples: int = 100) -> float:
     """Median latency of one fsync of a 4 KiB append on this disk now: the floor of a durable commit."""
-    import os
-
     with tempfile.NamedTemporaryFile(dir=ROOT / "bench") as f:
         times = []
         for _ in range(samples):
@@ -107,17 +106,19 @@ def work_ours(n: int, nq: int, adds: int, synchronous: str = "FULL") -> dict[str
                 load_s = time.perf_counter() - t0
                 await rt.memory.recall(qs[0], k=K)  # warm-up, not timed
                 times, tops = [], []
+                cpu0 = time.process_time()
                 for q in qs:
                     a = time.perf_counter()
                     hits = await rt.memory.recall(q, k=K)
                     times.append(time.perf_counter() - a)
                     tops.append([int(h.uri.rsplit("/d", 1)[1]) for h in hits])
+                cpu = (time.process_time() - cpu0) / len(qs)
                 add_times = []
                 for i, doc in enumerate(extra_docs(adds)):
                     a = time.perf_counter()
                     await rt.memory.remember(doc, path=f"extra/{i}")
                     add_times.append(time.perf_counter() - a)
-                return {"load_s": load_s, "recall": times, "add": add_times, "tops": tops}
+                return {"load_s": load_s, "recall": times, "recall_cpu": cpu, "add": add_times, "tops": tops}
 
     out = anyio.run(main)
     return {**out, "rss_mb": peak_rss_mb()}
@@ -134,6 +135,7 @@ def work_rank_bm25(n: int, nq: int, adds: int) -> dict[str, Any]:
     bm25 = BM25Okapi(docs, k1=1.2, b=0.75)
     load_s = time.perf_counter() - t0
     times, tops = [], []
+    cpu0 = time.process_time()
     for q in qs:
         a = time.perf_counter()
         scores = bm25.get_scores(query_terms(q))
@@ -141,13 +143,21 @@ def work_rank_bm25(n: int, nq: int, adds: int) -> dict[str, Any]:
         top = [int(i) for i in top if scores[i] > 0]
         times.append(time.perf_counter() - a)
         tops.append(top)
+    cpu = (time.process_time() - cpu0) / len(qs)
     add_times = []
     for doc in extra_docs(max(1, min(adds, 3 if n >= 50_000 else 10))):
         docs.append(tokenize(doc))
         a = time.perf_counter()
         bm25 = BM25Okapi(docs, k1=1.2, b=0.75)
         add_times.append(time.perf_counter() - a)
-    return {"load_s": load_s, "recall": times, "add": add_times, "tops": tops, "rss_mb": peak_rss_mb()}
+    return {
+        "load_s": load_s,
+        "recall": times,
+        "recall_cpu": cpu,
+        "add": add_times,
+        "tops": tops,
+        "rss_mb": peak_rss_mb(),
+    }
 
 
 PEER = r"""
@@ -164,15 +174,18 @@ for i, d in enumerate(docs):
 load_s = time.perf_counter() - t0
 be.dispatch(st, MemoryOpFind(query=qs[0], top_k=10))
 times = []
+cpu0 = time.process_time()
 for q in qs:
     a = time.perf_counter(); be.dispatch(st, MemoryOpFind(query=q, top_k=10)); times.append(time.perf_counter() - a)
+cpu = (time.process_time() - cpu0) / len(qs)
 add = []
 for i, d in enumerate(extra):
     a = time.perf_counter()
     be.dispatch(st, MemoryOpWrite(uri=f"memory://user/memories/bench/extra{i}", content=d))
     add.append(time.perf_counter() - a)
 hwm = [l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM:")][0]
-print(json.dumps({"load_s": load_s, "recall": times, "add": add, "rss_mb": int(hwm.split()[1]) / 1024}))
+rss = int(hwm.split()[1]) / 1024
+print(json.dumps({"load_s": load_s, "recall": times, "recall_cpu": cpu, "add": add, "rss_mb": rss}))
 """
 
 
@@ -223,14 +236,15 @@ def report(n: int, results: dict[str, dict[str, Any]]) -> list[str]:
         add, _ = stats_ms(r["add"])
         agree = f"{agreement(r['tops'], results['rank-bm25']['tops']):.3f}" if system.startswith("ours") else ""
         rows.append(
-            f"{n:>8,}  {system:<11} {fmt_ms(med):>12} {fmt_ms(p95):>12} {med / o_med:>8.1f}x "
+            f"{n:>8,}  {system:<11} {fmt_ms(med):>12} {fmt_ms(p95):>12} {fmt_ms(r['recall_cpu'] * 1000):>12}"
+            f" {med / o_med:>8.1f}x "
             f"{fmt_ms(add):>12} {add / o_add:>9.1f}x {r['rss_mb']:>8.0f} MB {len(r['recall']):>4}  {agree}"
         )
     return rows
 
 
 HEADER = (
-    f"{'items':>8}  {'system':<11} {'recall p50':>12} {'recall p95':>12} {'vs ours':>9} "
+    f"{'items':>8}  {'system':<11} {'recall p50':>12} {'recall p95':>12} {'recall CPU':>12} {'vs ours':>9} "
     f"{'add one':>12} {'vs ours':>10} {'peak RSS':>11} {'qs':>4}  top-10 = bm25"
 )
 
@@ -249,6 +263,7 @@ def main() -> None:
         print(json.dumps(WORKERS[args.worker](sizes[0], args.queries, args.adds)))
         return
     print(f"disk: one fsync takes {fsync_ms():.2f} ms (median) right now; ours pays one per remember() commit")
+    print("load average at start: {:.1f} {:.1f} {:.1f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
     for n in sizes:
         results = {
             "ours": run_worker("ours", n, args.queries, args.adds),
@@ -266,10 +281,12 @@ def main() -> None:
                 f"{'':>10}targets at {n:,}: recall median {med:.2f} ms < 20 ms: {'met' if med < 20 else 'MISSED'}; "
                 f"add one {add:.2f} ms < 2 ms: {'met' if add < 2 else 'MISSED'}"
             )
+    print("load average at end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     print(
         "\n'vs ours' = that system's time / ours (higher is slower). 'add one' is the median of single adds to a"
         " store of N: ours commits one remember() to disk; rank-bm25 must rebuild its index; OpenRath writes a file."
         " ours-nosync is ours with synchronous=NORMAL (no fsync per commit; survives a crash, not a power cut)."
+        " 'recall CPU' is process CPU time per query (less sensitive to other load than wall time)."
         " 'top-10 = bm25' is the mean share of rank-bm25's top 10 that ours also returns."
     )
 

@@ -5,7 +5,8 @@ characters (written without spaces) would be one giant token and a query for a w
 would find nothing. We therefore tokenize in Python and hand FTS5 a *normalised body*: our tokens
 joined by spaces. A CJK run becomes its single characters plus its character bigrams
 ("机器学习" → 机 器 学 习 机器 器学 学习), as Lucene's CJK analysers do: single characters let
-one-character queries match, bigrams reward the right word order. Queries go through the same
+one-character queries match, bigrams reward the right word order. Thai, Lao, Myanmar and Khmer
+(also written without spaces) are treated the same way, minus their combining marks. Queries go through the same
 function, so index and query always agree, and the rank-bm25 test oracle uses it too.
 
 Token characters are letters and digits (Unicode categories L* and N*, as ``unicode61``, which
@@ -21,8 +22,12 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-# Scripts written without spaces between words: Han, kana, Hangul (Korean attaches particles).
+# Scripts written without spaces between words: Han, kana, Hangul (Korean attaches particles),
+# and the Southeast Asian scripts Thai, Lao, Myanmar and Khmer.
 _CJK_RANGES = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
     (0x3005, 0x3007),  # 々 〆 〇
     (0x3040, 0x30FF),  # hiragana, katakana (incl. ー)
     (0x31F0, 0x31FF),  # katakana phonetic extensions
@@ -55,14 +60,29 @@ def _fold(word: str) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
+def _letter_runs(run: str) -> list[str]:
+    """A no-space run as what ``unicode61`` counts as token characters: combining marks (Thai
+    vowel and tone marks, say) dropped, punctuation inside the block (``・``, ``๏``) splitting."""
+    if run.isalnum():
+        return [run]
+    kept: list[str] = []
+    for ch in run:
+        category = unicodedata.category(ch)[0]
+        if category in "LN":
+            kept.append(ch)
+        elif category != "M":
+            kept.append(" ")
+    return "".join(kept).split()
+
+
 def tokenize(text: str) -> list[str]:
     """The search terms of ``text``, in order; repeated terms are kept (they are term frequency)."""
     out: list[str] = []
     for cjk, word in _TOKENS.findall(unicodedata.normalize("NFKC", text)):
-        if cjk:
-            out.extend(cjk)
-            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
-        else:
+        for letters in _letter_runs(cjk) if cjk else ():
+            out.extend(letters)
+            out.extend(letters[i : i + 2] for i in range(len(letters) - 1))
+        if word:
             out.append(_fold(word))
     return out
 

@@ -102,10 +102,12 @@ async def test_chinese_and_japanese_queries_find_matching_items(rt: Runtime) -> 
     ja = await rt.memory.remember("東京でラーメンを食べるのが好きです")
     await rt.memory.remember("The user likes ramen in Tokyo")
     await rt.memory.remember("数据库迁移在周五进行")
+    th = await rt.memory.remember("ผมชอบกินข้าวผัดทุกวัน")
     assert (await rt.memory.recall("机器学习"))[0].memory_id == zh.id
     assert (await rt.memory.recall("ラーメン"))[0].memory_id == ja.id
     assert (await rt.memory.recall("東京のラーメン屋"))[0].memory_id == ja.id
     assert [h.memory_id for h in await rt.memory.recall("python")] == [zh.id]  # Latin inside a CJK run
+    assert [h.memory_id for h in await rt.memory.recall("ข้าวผัด")] == [th.id]
     hit = (await rt.memory.recall("学习"))[0]
     assert hit.memory_id == zh.id and "机器学习" in hit.snippet
 

@@ -16,6 +16,8 @@ def test_cjk_runs_become_characters_and_bigrams() -> None:
     assert tokenize("用Python做") == ["用", "python", "做"]
     assert tokenize("ﾗｰﾒﾝ") == tokenize("ラーメン")  # half-width katakana is NFKC-folded
     assert "東京" in tokenize("東京でラーメン") and "ラー" in tokenize("東京でラーメン")
+    assert tokenize("ジョン・スミス")[:3] == ["ジ", "ョ", "ン"] and "ン・" not in tokenize("ジョン・スミス")
+    assert "ขา" in tokenize("ข้าวผัด")  # Thai: marks dropped, letters n-grammed
 
 
 def test_query_terms_are_distinct_in_first_order() -> None:
@@ -26,7 +28,7 @@ def test_fts5_tokenizes_the_body_into_exactly_our_tokens() -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61')")
     conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-    text = "Grüße aus 東京! ＡＢＣ-123 用户喜欢机器学习 ４２ O'Brien"
+    text = "Grüße aus 東京! ＡＢＣ-123 用户喜欢机器学习 ４２ O'Brien ジョン・スミス ผมชอบกินข้าวผัด๏ ၿမန္မာ ភាសាខ្មែរ"
     conn.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (body(text),))
     indexed = [row[0] for row in conn.execute("SELECT term FROM v ORDER BY offset")]
     assert indexed == tokenize(text)
