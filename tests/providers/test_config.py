@@ -135,3 +135,19 @@ async def test_credentials_in_a_base_url_stay_out_of_the_repr(tmp_path: Path) ->
     provider = load_provider("openai", tmp_path, env={"OPENAI_BASE_URL": "http://bob:hunter22@127.0.0.1:1/v1"})
     assert "hunter22" not in repr(provider) and "bob" not in repr(provider) and "127.0.0.1:1" in repr(provider)
     await provider.aclose()  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_every_provider_satisfies_the_protocol(tmp_path: Path) -> None:
+    from runtime.providers import Provider
+
+    async def model(request: ModelRequest) -> ModelResponse:
+        return ModelResponse("x", [], Usage(), "stop", "m")
+
+    env = {"OPENAI_API_KEY": SECRET, "ANTHROPIC_API_KEY": SECRET}
+    built = [load_provider(name, tmp_path, env=env) for name in ("openai", "anthropic", "scripted")]
+    for provider in [*built, SamplingProvider(model)]:
+        assert isinstance(provider, Provider), provider
+    assert [p.name for p in built] == ["openai", "anthropic", "scripted"]
+    for provider in built[:2]:
+        await provider.aclose()  # type: ignore[attr-defined]
