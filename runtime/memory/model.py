@@ -126,6 +126,8 @@ def check_prefix(prefix: str) -> str:
 
 
 def check_tags(tags: Any) -> tuple[str, ...]:
+    if tags is None:
+        return ()
     if isinstance(tags, str):
         raise InvalidInputError("tags must be a list of strings, not one string; wrap it: [tag]")
     out = tuple(dict.fromkeys(tags))

@@ -32,6 +32,7 @@ from runtime.memory.store import MemoryStore, NewMemory
 from runtime.sessions.service import SessionService
 
 MAX_K = 100
+MAX_QUERY_TERMS = 128  # a pasted document as a query: its first 128 distinct terms are plenty, and cheap
 MAX_LIST = 1000
 MAX_SOURCE_CHARS = 200
 
@@ -77,7 +78,8 @@ class MemoryService:
         """The ``k`` items that best match ``query`` (BM25, any word may match), best first.
 
         Only items sharing at least one term with the query are returned, each with a score > 0.
-        A query with no searchable words (only punctuation, say) has no hits.
+        A query with no searchable words (only punctuation, say) has no hits; a very long query
+        counts its first ``MAX_QUERY_TERMS`` distinct terms.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("recall needs a non-empty query: the words to look for")
@@ -85,7 +87,7 @@ class MemoryService:
             raise InvalidInputError(f"k must be a whole number from 1 to {MAX_K} (got {k!r})")
         if scope is not None:
             check_scope(scope)
-        terms = text.query_terms(query)
+        terms = text.query_terms(query)[:MAX_QUERY_TERMS]
         found = await self.store.search(terms, k, scope)
         return [
             MemoryHit(

@@ -158,3 +158,9 @@ async def test_snippet_is_the_window_around_the_matches(rt: Runtime) -> None:
     assert "staging database password" in hit.snippet
     assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
     assert len(hit.snippet) <= 202
+
+
+async def test_a_pasted_document_as_query_still_recalls(rt: Runtime) -> None:
+    item = await rt.memory.remember("zebra crossing rules", tags=None)  # type: ignore[arg-type]
+    query = "zebra " + " ".join(f"filler{i}" for i in range(5000))
+    assert [h.memory_id for h in await rt.memory.recall(query)] == [item.id]
