@@ -9,6 +9,10 @@ client: an elicitation request on handshake-era connections, an ``InputRequiredR
 2026-07-28 (the client answers and retries; ``request_state`` carries the run id). The answer
 is recorded as the interrupt's decision and the wait goes on. Clients that cannot elicit get
 the pending interrupt in the result and answer with ``interrupt_resolve``.
+
+A 2026-07-28 client that declared sampling also answers the model calls of runs on the
+``sampling`` provider while it waits: they come out of the ``SamplingQueue`` as
+``sampling/createMessage`` requests in the same ``InputRequiredResult``.
 """
 
 from __future__ import annotations
