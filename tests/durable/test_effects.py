@@ -9,12 +9,13 @@ import pytest
 
 from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable import Worker
+from runtime.durable.context import LiveContext
 from runtime.durable.reconcile import reap
 from runtime.durable.store import guarded_update
 from runtime.errors import LeaseLostError
 from runtime.ids import now
 from tests.durable.conftest import FLOWS, eventually
-from tests.durable.flows import lines
+from tests.durable.flows import lines, record
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +56,7 @@ async def test_an_expired_interrupt_ends_the_run_timed_out(drt: Runtime, log: st
     assert await drt.runs.interrupts(run.id) == []
 
 
-async def test_a_stale_workers_commit_is_rejected(home: Path) -> None:
+async def test_a_stale_workers_commit_is_rejected(home: Path, log: str) -> None:
     async with Runtime.open(home, workers=0) as rt:
         rt.workflows.load(FLOWS)
         run = await rt.runs.start("loop", input={"n": 1})
@@ -71,6 +72,17 @@ async def test_a_stale_workers_commit_is_rejected(home: Path) -> None:
         after = await rt.runs.get(run.id)
         assert after.state == {"n": 1} and after.lease_token == stale + 1 and after.lease_owner == new.owner
         assert "lease.expired" in [e.type for e in await rt.runs.events(run.id)]
+        # The stale worker cannot even start a ledgered effect: the side effect never happens.
+        ctx = LiveContext(
+            rt, run_id=run.id, token=stale, step="inc", visit=1, attempt=1, session_id=None,
+            input={}, state_json="{}", idempotency_key=None,
+        )  # fmt: skip
+        with pytest.raises(LeaseLostError):
+            await ctx.effect("pay", lambda: record(log, "paid"))
+        with pytest.raises(LeaseLostError):
+            await ctx.interrupt("approval", prompt="too late")
+        assert lines(log) == [] and await rt.runs.effects(status=None, run_id=run.id) == []
+        assert await rt.runs.interrupts(run.id) == []
 
 
 async def _after(t: float) -> bool:
