@@ -5,7 +5,8 @@ away (the run leaves ``running``, so the old worker's token no longer matches an
 whose worker still holds its lease is never reconciled. An effect caught ``dispatched`` is
 settled by its class: idempotent ones go back to ``prepared`` (running them again is safe), a
 non-idempotent one becomes ``ambiguous`` and its run ``needs_review`` until a human says whether
-it was applied (``RunService.resolve_effect``).
+it was applied (``RunService.resolve_effect``). A step whose worker vanishes ``MAX_LOST_LEASES``
+times in a row fails its run, so a step that kills its process cannot take down worker after worker.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import sqlite3
 
 from runtime.durable.store import EventSpec, Scope, expire_interrupts, plain_update
 from runtime.ids import now
+
+MAX_LOST_LEASES = 3
+"""A step visit whose worker vanished this many times fails the run instead of killing worker after worker."""
 
 
 def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
@@ -27,7 +31,7 @@ def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
 def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
     at = now()
     rows = conn.execute(
-        "SELECT id, lease_owner, lease_token, cancel_requested, cancel_reason, visit FROM runs "
+        "SELECT id, lease_owner, lease_token, cancel_requested, cancel_reason, step, lost_leases FROM runs "
         "WHERE status = 'running' AND lease_expires < ? AND tenant = ? AND project = ?",
         (at, scope.tenant, scope.project),
     ).fetchall()
@@ -35,7 +39,8 @@ def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
         run_id = row["id"]
         events: list[EventSpec] = [("lease.expired", {"worker": row["lease_owner"], "token": row["lease_token"]})]
         ambiguous = settle_in_flight(conn, run_id, events)
-        sets: dict[str, object] = {"lease_owner": None, "lease_expires": None}
+        lost = row["lost_leases"] + 1
+        sets: dict[str, object] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
         if row["cancel_requested"]:
             sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
         elif ambiguous:
@@ -43,6 +48,12 @@ def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
                 status="needs_review",
                 error=f"effect(s) {ambiguous} were in flight when worker {row['lease_owner']} lost its lease; "
                 "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
+            )
+        elif lost >= MAX_LOST_LEASES:
+            sets.update(
+                status="failed",
+                error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
+                "fix the step and start a new run",
             )
         else:
             sets.update(status="queued", next_at=at)

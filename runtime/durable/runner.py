@@ -222,7 +222,7 @@ class Runner:
             sets.update(RELEASE, status="succeeded", error=None)
             events.append(("run.state.changed", {"status": "succeeded"}))
         else:
-            sets.update(step=out.next_step, visit=self.visit + 1, attempt=1)
+            sets.update(step=out.next_step, visit=self.visit + 1, attempt=1, lost_leases=0)
             events.append(("step.started", {"step": out.next_step, "visit": self.visit + 1, "attempt": 1}))
         await self._commit(sets, events, checkpoint=checkpoint)
         self.state_json, self.attempt = out.state_json, 1

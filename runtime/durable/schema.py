@@ -100,4 +100,10 @@ MIGRATIONS = [
         CREATE INDEX run_effects_status ON run_effects (tenant, project, status);
         """,
     ),
+    Migration(
+        "0101_durable_lease_losses",
+        """
+        ALTER TABLE runs ADD COLUMN lost_leases INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 ]

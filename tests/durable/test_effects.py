@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -10,7 +11,7 @@ import pytest
 from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable import Worker
 from runtime.durable.context import LiveContext
-from runtime.durable.reconcile import reap
+from runtime.durable.reconcile import MAX_LOST_LEASES, reap
 from runtime.durable.store import guarded_update
 from runtime.errors import LeaseLostError
 from runtime.ids import now
@@ -133,3 +134,15 @@ async def test_a_step_that_fails_mid_effect_needs_review_and_resumes_once_resolv
     assert done.status == "succeeded" and done.state["paid"] == "paid"
     assert lines(log) == ["pay-start", "pay-start"]
     assert await drt.runs.effects("ambiguous") == []
+
+
+async def test_a_step_that_keeps_losing_its_worker_fails_the_run(home: Path) -> None:
+    async with Runtime.open(home, workers=0) as rt:
+        rt.workflows.load(FLOWS)
+        run = await rt.runs.start("loop", input={"n": 1})
+        for _ in range(MAX_LOST_LEASES):
+            (claimed,) = await Worker(rt, lease_s=0.1).claim(1)  # a worker that then "dies"
+            await eventually(partial(_after, claimed["lease_expires"]))
+            await rt.db.write(lambda c: reap(c, rt.runs.scope))
+        failed = await rt.runs.get(run.id)
+        assert failed.status == "failed" and f"lost its worker {MAX_LOST_LEASES} times" in (failed.error or "")
