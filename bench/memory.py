@@ -221,6 +221,55 @@ def work_ours_normal(n: int, nq: int, adds: int) -> dict[str, Any]:
     return work_ours(n, nq, adds, synchronous="NORMAL")
 
 
+CHECK_ITEMS = ["用户喜欢用Python做机器学习", "東京でラーメンを食べるのが好きです", "The user likes ramen in Tokyo"]
+CHECK_QUERIES = ["机器学习", "ラーメン", "kubernetes"]  # Chinese, Japanese, a word no item contains
+
+PEER_CHECK = r"""
+import json, sys, tempfile
+from rath.memory import MemoryStoreSpec, MemoryOpWrite, MemoryOpFind
+from rath.memory.adapters.local import LocalMemoryBackend
+items, qs = json.loads(sys.argv[1])
+be = LocalMemoryBackend()
+st = be.open(MemoryStoreSpec(options={"path": tempfile.mkdtemp()}))
+for i, text in enumerate(items):
+    be.dispatch(st, MemoryOpWrite(uri=f"memory://user/memories/check/i{i}", content=text))
+out = {}
+for q in qs:
+    hits = be.dispatch(st, MemoryOpFind(query=q, top_k=10)).hits
+    out[q] = [[h.uri.rsplit("/", 1)[1], h.score] for h in hits]
+print(json.dumps(out))
+"""
+
+
+def behaviour_checks(peer: bool) -> list[str]:
+    """Same three items and queries in ours and OpenRath: CJK recall and zero-score hits."""
+    import anyio
+
+    from runtime import Runtime
+
+    async def ours() -> dict[str, list[tuple[str, float]]]:
+        with tempfile.TemporaryDirectory() as home:
+            async with Runtime.open(home) as rt:
+                for i, item in enumerate(CHECK_ITEMS):
+                    await rt.memory.remember(item, path=f"check/i{i}")
+                return {
+                    q: [(h.uri.rsplit("/", 1)[1], h.score) for h in await rt.memory.recall(q, k=10)]
+                    for q in CHECK_QUERIES
+                }
+
+    results = {"ours": anyio.run(ours)}
+    if peer:
+        results["openrath"] = json.loads(run_peer(PEER_CHECK, json.dumps([CHECK_ITEMS, CHECK_QUERIES])).strip())
+    lines = [f"items: {CHECK_ITEMS}"]
+    for system, found in results.items():
+        shown = "; ".join(
+            f"{q!r} -> " + (", ".join(f"{uri} ({score:.3g})" for uri, score in found[q]) or "nothing")
+            for q in CHECK_QUERIES
+        )
+        lines.append(f"  {system:<9} {shown}")
+    return lines
+
+
 WORKERS = {"ours": work_ours, "ours-nosync": work_ours_normal, "rank-bm25": work_rank_bm25}
 
 
@@ -280,6 +329,8 @@ def main() -> None:
     if args.worker:
         print(json.dumps(WORKERS[args.worker](sizes[0], args.queries, args.adds)))
         return
+    print("behaviour (expected: i0 for 机器学习, i1 for ラーメン, nothing for kubernetes):")
+    print("\n".join(behaviour_checks(not args.no_peer)), flush=True)
     print(f"disk: one fsync takes {fsync_ms():.2f} ms (median) right now; ours pays one per remember() commit")
     print("load average at start: {:.1f} {:.1f} {:.1f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
     for n in sizes:
