@@ -3,12 +3,13 @@
 One command:  .venv/bin/python -m bench.mcp [--calls 300] [--chunks 20]
 
 Both servers run as real stdio subprocesses, open side by side and driven by the same Python SDK
-client (handshake era) in interleaved rounds, so the baseline holds everything the SDK and the pipe
-cost (including the client's check of each result against the tool's outputSchema); what is left
-over is our own cost per call. ``session_get`` reads a session of ``--chunks`` chunks (a page of 50);
-``session_fork`` writes a committed snapshot to SQLite (synchronous=FULL, one fsync per group
-commit). Prints a table of medians and p90s with the ratio to the no-op's median; the target is
-``session_get`` and ``session_fork`` within 1.5x of the no-op.
+client (handshake era) in alternating blocks of back-to-back calls, so the baseline holds
+everything the SDK and the pipe cost (including the client's check of each result against the
+tool's outputSchema); what is left over is our own cost per call. ``session_get`` reads a
+session of ``--chunks`` chunks (a page of 50); ``session_fork`` writes a committed snapshot to
+SQLite (synchronous=FULL, one fsync per group commit). Prints a table of medians and p90s with the
+ratio to the no-op's median; the target is ``session_get`` and ``session_fork`` within 1.5x of
+the no-op. Exits 1 when a tool misses it.
 """
 
 from __future__ import annotations
@@ -58,18 +59,25 @@ def bare_server() -> None:
     server.run()
 
 
-async def timed_rounds(calls: int, warmup: int, probes: dict[str, Callable[[], Awaitable[Any]]]) -> list[Sample]:
-    """``calls`` rounds, each timing one call of every probe in turn, after ``warmup`` untimed rounds.
+BLOCK = 50
 
-    Interleaving the probes means a burst of load from elsewhere on the machine hits all of them
-    alike instead of skewing whichever happened to run during it.
+
+async def timed_blocks(calls: int, warmup: int, probes: dict[str, Callable[[], Awaitable[Any]]]) -> list[Sample]:
+    """``calls`` timed calls per probe, in blocks of ``BLOCK`` back-to-back calls, the probes taking turns.
+
+    Back-to-back calls measure each server warm (as a host calling it repeatedly sees it); taking
+    turns block by block means a burst of load from elsewhere on the machine hits all probes alike
+    instead of skewing whichever happened to run during it. Each probe first gets ``warmup`` untimed calls.
     """
     samples = {name: Sample(name, []) for name in probes}
-    for round_ in range(warmup + calls):
-        for name, once in probes.items():
-            start = time.perf_counter()
+    for once in probes.values():
+        for _ in range(warmup):
             await once()
-            if round_ >= warmup:
+    for start_at in range(0, calls, BLOCK):
+        for name, once in probes.items():
+            for _ in range(min(BLOCK, calls - start_at)):
+                start = time.perf_counter()
+                await once()
                 samples[name].seconds.append(time.perf_counter() - start)
     return list(samples.values())
 
@@ -93,7 +101,7 @@ async def seed_session(client: Client, chunks: int) -> str:
 
 
 async def measure(home: Path, calls: int, warmup: int, chunks: int) -> list[Sample]:
-    """Both servers as stdio subprocesses, open side by side, probed in interleaved rounds."""
+    """Both servers as stdio subprocesses, open side by side, probed in alternating blocks."""
     bare = StdioServerParameters(command=sys.executable, args=["-m", "bench.mcp", "--bare-server"])
     argv = ["-m", "rath_mcp", "serve", "--transport", "stdio", "--home", str(home)]
     rath = StdioServerParameters(command=sys.executable, args=argv)
@@ -104,7 +112,7 @@ async def measure(home: Path, calls: int, warmup: int, chunks: int) -> list[Samp
             "session_get": lambda: checked(client, "session_get", {"session_id": sid}),
             "session_fork": lambda: checked(client, "session_fork", {"session_id": sid}),
         }
-        return await timed_rounds(calls, warmup, probes)
+        return await timed_blocks(calls, warmup, probes)
 
 
 def table(baseline: Sample, samples: list[Sample]) -> str:
@@ -120,7 +128,8 @@ async def main(calls: int, chunks: int) -> int:
     warmup = max(10, calls // 10)
     with tempfile.TemporaryDirectory(prefix="rath-bench-") as tmp:
         baseline, *samples = await measure(Path(tmp) / "home", calls, warmup, chunks)
-    print(f"stdio round trips, {calls} interleaved rounds after {warmup} warm-up, session of {chunks} chunks\n")
+    print(f"stdio round trips: {calls} calls per tool in blocks of {BLOCK} taking turns, after {warmup} warm-up;")
+    print(f"session_get reads a session of {chunks} chunks\n")
     print(table(baseline, samples))
     slow = [s.name for s in samples if s.median_ms / baseline.median_ms > TARGET_RATIO]
     return 1 if slow else 0
