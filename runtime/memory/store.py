@@ -1,15 +1,20 @@
 """Persistence of memory: the ``MemoryStore`` protocol and its SQLite FTS5 implementation.
 
-Why FTS5 (measured, see ARCHITECTURE.md): adding an item is one INSERT into an inverted index
-(no rebuild, unlike rank-bm25), a query is ~10 ms at 100k items, its BM25 ranking agrees with
-rank-bm25, and the index lives in the same file and transactions as the rest of the runtime, so
-every process on a home shares it and a commit makes an item searchable at once.
+Why FTS5 (measured, see ARCHITECTURE.md and ``bench/memory.py``): adding an item is one INSERT
+into an inverted index (no rebuild, unlike rank-bm25), a query is a few ms at 100k items, its
+BM25 ranking agrees with rank-bm25, and the index lives in the same file and transactions as the
+rest of the runtime, so every process on a home shares it and a commit makes an item searchable
+at once. A query's cost grows with the number of items containing its terms: three rare words
+cost ~1-4 ms at 100k items, three words each present in most items ~120 ms (FTS5 scores every
+match; it has no top-k pruning).
 
 Scores: FTS5's ``bm25()`` (k1 = 1.2, b = 0.75) is negative-is-better; we return its negation, so
 higher is better. Its IDF is ``log((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6 when that is
-not positive (a term in more than half of the items), so every item sharing a query term scores
-above zero (faintly, for such common terms) and an item sharing none is never a hit. rank-bm25
-floors such IDFs to ``0.25 * mean IDF`` instead; that is the only place the two formulas differ.
+not positive (a term in half of the items or more), so every item sharing a query term scores
+above zero (faintly, for such common terms: in a store of one or two items every score is
+about 1e-6) and an item sharing none is never a hit. rank-bm25 floors such IDFs to
+``0.25 * mean IDF`` instead; that is the only place the two formulas differ (with the same
+tokens and k1/b, scores are otherwise equal to float precision; tests check this).
 """
 
 from __future__ import annotations
