@@ -111,12 +111,20 @@ class SQLiteMemoryStore:
 
     # -- spaces -----------------------------------------------------------------------------
     def _find_space(self, conn: sqlite3.Connection) -> int | None:
+        """The space's id, if it exists. Only a committed space is cached: a reader sees only
+        committed rows, and a writer's new space is cached by ``put`` after its commit."""
         if self._space is None:
             row = conn.execute(
                 "SELECT id FROM memory_spaces WHERE tenant = ? AND project = ?", (self.tenant, self.project)
             ).fetchone()
             return None if row is None else int(row[0])
         return self._space
+
+    def _read_space(self, conn: sqlite3.Connection) -> int | None:
+        space = self._find_space(conn)
+        if space is not None:
+            self._space = space
+        return space
 
     def _ensure_space(self, conn: sqlite3.Connection) -> int:
         space = self._find_space(conn)
@@ -209,7 +217,7 @@ class SQLiteMemoryStore:
         match = text.match_expression(terms)
 
         def read(conn: sqlite3.Connection) -> list[Found]:
-            space = self._find_space(conn)
+            space = self._read_space(conn)
             if space is None:
                 return []
             rows = conn.execute(*_search_sql(space, match, k, scope)).fetchall()

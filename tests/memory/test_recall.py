@@ -164,3 +164,9 @@ async def test_a_pasted_document_as_query_still_recalls(rt: Runtime) -> None:
     item = await rt.memory.remember("zebra crossing rules", tags=None)  # type: ignore[arg-type]
     query = "zebra " + " ".join(f"filler{i}" for i in range(5000))
     assert [h.memory_id for h in await rt.memory.recall(query)] == [item.id]
+
+
+async def test_an_empty_store_recalls_nothing_and_lists_nothing(rt: Runtime) -> None:
+    assert await rt.memory.recall("anything") == []
+    assert await rt.memory.list() == []
+    assert await rt.memory.forget(uri="memory://user/x") == 0
