@@ -42,7 +42,8 @@ _STATEMENT = re.compile(
     )""",
     re.IGNORECASE | re.VERBOSE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+# Latin sentence ends need a space after them (so "3.11" and "e.g." stay whole); CJK ones do not.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 
 
 def _is_question(sentence: str) -> bool:

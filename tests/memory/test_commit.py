@@ -78,6 +78,11 @@ async def test_commit_puts_extracted_items_in_the_chosen_scope_with_a_custom_ext
     assert (await rt.memory.recall("tabs", scope="user"))[0].memory_id == result.items[0].id
 
 
+async def test_version_numbers_do_not_end_a_sentence() -> None:
+    found = await HeuristicExtractor()([Chunk(kind="user", content="I use Python 3.11 on Fly.io. Never on Fridays!")])
+    assert found == ["I use Python 3.11 on Fly.io.", "Never on Fridays!"]
+
+
 async def test_chinese_and_japanese_statements_are_extracted() -> None:
     chunks = [
         Chunk(kind="user", content="我叫小明。我喜欢喝绿茶。今天天气怎么样？"),
