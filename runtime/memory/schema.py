@@ -5,7 +5,8 @@ Items live in ``memory_items`` (one row per URI and tenant/project). Each tenant
 write: BM25 statistics (document count, average length, document frequencies) are then those of
 the space alone, so neither the results nor the scores of one tenant or project depend on another's
 items. An FTS row's rowid is its item's ``seq``; its one column holds the normalised body
-(see ``runtime.memory.text``), not the original content.
+(see ``runtime.memory.text``), not the original content. ``digest`` (a hash of the content)
+lets ``commit`` skip a fact already extracted into the same scope by an earlier commit.
 """
 
 from runtime.store.sqlite import Migration
@@ -36,6 +37,13 @@ MIGRATIONS: list[Migration] = [
             UNIQUE (tenant, project, uri)
         );
         CREATE INDEX memory_items_source ON memory_items (tenant, project, source);
+        """,
+    ),
+    Migration(
+        "0201_memory_digest",
+        """
+        ALTER TABLE memory_items ADD COLUMN digest TEXT;
+        CREATE INDEX memory_items_digest ON memory_items (tenant, project, scope, digest);
         """,
     ),
 ]

@@ -152,8 +152,9 @@ class MemoryService:
         """Archive a session's transcript and remember what ``extractor`` picks out of it.
 
         The transcript goes to ``memory://session/<session_id>/transcript``; extracted texts go to
-        ``memory://{scope}/<session_id>/<hash of the text>``, so committing the same session again
-        replaces rather than duplicates. Everything is written in one transaction.
+        ``memory://{scope}/<session_id>/<hash of the text>``. A text the scope already holds (the
+        same fact extracted from an earlier snapshot of the conversation, say) is not stored again:
+        ``items`` then holds the existing item. Everything is written in one transaction.
         """
         check_scope(scope)
         session = await self.sessions.get(session_id)
@@ -169,6 +170,7 @@ class MemoryService:
                 check_content(t),
                 ("extracted",),
                 session.id,
+                once_per_scope=True,
             )
             for t in dict.fromkeys(t.strip() for t in texts)
             if t

@@ -19,6 +19,7 @@ tokens and k1/b, scores are otherwise equal to float precision; tests check this
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ class NewMemory:
     tags: tuple[str, ...] = ()
     source: str | None = None
     id: str | None = None  # the id a new item gets (when its URI embeds it); an item replaced keeps its own
+    once_per_scope: bool = False  # if the scope already holds this exact content, keep that item instead
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ class MemoryStore(Protocol):
     async def delete(
         self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None
     ) -> int: ...
+
+
+def content_digest(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()[:32]
 
 
 def _search_sql(space: int, match: str, k: int, scope: str | None) -> tuple[str, tuple[object, ...]]:
@@ -147,7 +153,9 @@ class SQLiteMemoryStore:
         return stored
 
     def _put_one(self, conn: sqlite3.Connection, space: int, new: NewMemory) -> MemoryItem:
-        t = now()
+        t, digest = now(), content_digest(new.content)
+        if new.once_per_scope and (same := self._same_content(conn, new, digest)) is not None:
+            return same
         tags = json.dumps(list(new.tags), ensure_ascii=False)
         old = conn.execute(
             "SELECT seq, id, created_at FROM memory_items WHERE tenant = ? AND project = ? AND uri = ?",
@@ -155,17 +163,18 @@ class SQLiteMemoryStore:
         ).fetchone()
         if old is None:
             memory_id, created_at = new.id or new_id("mem"), t
+            row = (memory_id, space, self.tenant, self.project, new.scope, new.uri, new.content, tags, new.source)
             cur = conn.execute(
                 "INSERT INTO memory_items (id, space_id, tenant, project, scope, uri, content, tags, source,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (memory_id, space, self.tenant, self.project, new.scope, new.uri, new.content, tags, new.source, t, t),
+                " created_at, updated_at, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*row, t, t, digest),
             )
             seq = int(cur.lastrowid or 0)
         else:
             seq, memory_id, created_at = int(old["seq"]), old["id"], old["created_at"]
             conn.execute(
-                "UPDATE memory_items SET content = ?, tags = ?, source = ?, updated_at = ? WHERE seq = ?",
-                (new.content, tags, new.source, t, seq),
+                "UPDATE memory_items SET content = ?, tags = ?, source = ?, updated_at = ?, digest = ? WHERE seq = ?",
+                (new.content, tags, new.source, t, digest, seq),
             )
             conn.execute(f"DELETE FROM memory_fts_{space} WHERE rowid = ?", (seq,))
         conn.execute(
@@ -183,6 +192,15 @@ class SQLiteMemoryStore:
             tenant=self.tenant,
             project=self.project,
         )
+
+    def _same_content(self, conn: sqlite3.Connection, new: NewMemory, digest: str) -> MemoryItem | None:
+        """An item of the same scope with exactly this content, if there is one."""
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM memory_items WHERE tenant = ? AND project = ? AND scope = ? AND digest = ?"
+            " AND content = ? LIMIT 1",
+            (self.tenant, self.project, new.scope, digest, new.content),
+        ).fetchone()
+        return None if row is None else _item(row)
 
     async def delete(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
         """Delete by id, exact URI or URI prefix (the caller passes exactly one); returns how many."""

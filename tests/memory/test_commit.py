@@ -68,6 +68,18 @@ async def test_commit_is_idempotent_for_the_same_session(rt: Runtime) -> None:
     assert len(await rt.memory.list(f"memory://session/{session.id}/")) == 1 + first.extracted_count
 
 
+async def test_a_fact_already_extracted_from_an_earlier_snapshot_is_not_stored_twice(rt: Runtime) -> None:
+    first = await rt.sessions.create(CONVERSATION[:2])
+    one = await rt.memory.commit(first.id, scope="user")
+    later = await rt.sessions.append(first.id, [{"kind": "user", "content": "I live in Lyon."}])
+    two = await rt.memory.commit(later.id, scope="user")
+    ada = "My name is Ada and I work at Acme."
+    assert [i.content for i in two.items] == [ada, "I live in Lyon."]
+    assert two.items[0].id == one.items[0].id and two.items[0].source == first.id
+    assert [i.content for i in await rt.memory.list("memory://user/")].count(ada) == 1
+    assert len(await rt.memory.list("memory://session/")) == 2  # each snapshot's transcript is archived
+
+
 async def test_commit_puts_extracted_items_in_the_chosen_scope_with_a_custom_extractor(rt: Runtime) -> None:
     session = await rt.sessions.create(CONVERSATION)
     extractor = KeywordExtractor("tabs")
