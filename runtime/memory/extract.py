@@ -107,3 +107,10 @@ def transcript(session: Session) -> str:
         for call in chunk.tool_calls or ():
             lines += [f"- calls `{call.function.name}` (id {call.id}) with `{call.function.arguments}`", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def transcript_body(markdown: str) -> str:
+    """A transcript's chunk sections, without the header naming its session: an earlier snapshot
+    of a conversation has a body that is a prefix of a later snapshot's."""
+    start = markdown.find("\n## 1. ")
+    return "" if start < 0 else markdown[start:]

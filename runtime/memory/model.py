@@ -68,6 +68,7 @@ class CommitResult(_Frozen):
     archived_uri: str
     extracted_count: int
     items: tuple[MemoryItem, ...] = ()
+    superseded: tuple[str, ...] = ()  # transcripts of earlier snapshots that left the search index
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.ids import is_id, new_id
 from runtime.memory import text
-from runtime.memory.extract import Extractor, HeuristicExtractor, transcript
+from runtime.memory.extract import Extractor, HeuristicExtractor, transcript, transcript_body
 from runtime.memory.model import (
     PREFIX,
     CommitResult,
@@ -28,13 +28,14 @@ from runtime.memory.model import (
     make_uri,
     parse_uri,
 )
-from runtime.memory.store import MemoryStore, NewMemory
+from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
 from runtime.sessions.service import SessionService
 
 MAX_K = 100
 MAX_QUERY_TERMS = 128  # a pasted document as a query: its first 128 distinct terms are plenty, and cheap
 MAX_LIST = 1000
 MAX_SOURCE_CHARS = 200
+SUPERSEDE_DEPTH = 20  # how far up the lineage commit looks for earlier transcripts of a conversation
 
 
 def _check_source(source: str | None) -> str | None:
@@ -154,7 +155,8 @@ class MemoryService:
         The transcript goes to ``memory://session/<session_id>/transcript``; extracted texts go to
         ``memory://{scope}/<session_id>/<hash of the text>``. A text the scope already holds (the
         same fact extracted from an earlier snapshot of the conversation, say) is not stored again:
-        ``items`` then holds the existing item. Everything is written in one transaction.
+        ``items`` then holds the existing item. Transcripts of ancestors that this one contains
+        whole leave the search index (``superseded``). Everything is written in one transaction.
         """
         check_scope(scope)
         session = await self.sessions.get(session_id)
@@ -163,6 +165,7 @@ class MemoryService:
             raise InvalidInputError("an extractor must return a list of strings")
         archived_uri = make_uri("session", f"{session.id}/transcript")
         archive = NewMemory(archived_uri, "session", transcript(session), ("transcript",), session.id)
+        superseded = await self._superseded_transcripts(session.id, transcript_body(archive.content))
         extracted = [
             NewMemory(
                 make_uri(scope, check_path(f"{session.id}/{hashlib.sha256(t.encode()).hexdigest()[:12]}")),
@@ -175,5 +178,22 @@ class MemoryService:
             for t in dict.fromkeys(t.strip() for t in texts)
             if t
         ]
-        stored = await self.store.put([archive, *extracted])
-        return CommitResult(archived_uri=archived_uri, extracted_count=len(extracted), items=tuple(stored[1:]))
+        stored = await self.store.put([archive, *extracted], supersede=superseded)
+        return CommitResult(
+            archived_uri=archived_uri,
+            extracted_count=len(extracted),
+            items=tuple(stored[1:]),
+            superseded=tuple(superseded),
+        )
+
+    async def _superseded_transcripts(self, session_id: str, body: str) -> builtins.list[str]:
+        """URIs of ancestors' transcripts that this one contains whole (earlier snapshots of the
+        same conversation, as an agent committing after every turn leaves): they leave the search
+        index, so recall finds the conversation once, and stay readable at their URIs."""
+        out = []
+        for ancestor in await self.sessions.ancestors(session_id, depth=SUPERSEDE_DEPTH):
+            uri = make_uri("session", f"{ancestor}/transcript")
+            item = await self.store.at(uri)
+            if item is not None and SUPERSEDED not in item.tags and body.startswith(transcript_body(item.content)):
+                out.append(uri)
+        return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,6 +33,7 @@ from runtime.store.sqlite import SQLiteDatabase
 
 _COLUMNS = "seq, id, uri, scope, content, tags, source, created_at, updated_at, tenant, project"
 _URI_END = "\U0010ffff"
+SUPERSEDED = "superseded"
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Found:
 class MemoryStore(Protocol):
     """What the memory service needs from a store. Every call is scoped to one tenant/project."""
 
-    async def put(self, items: list[NewMemory]) -> list[MemoryItem]: ...
+    async def put(self, items: list[NewMemory], supersede: Sequence[str] = ()) -> list[MemoryItem]: ...
     async def search(self, terms: list[str], k: int, scope: str | None) -> list[Found]: ...
     async def get(self, memory_id: str) -> MemoryItem | None: ...
     async def at(self, uri: str) -> MemoryItem | None: ...
@@ -141,11 +143,17 @@ class SQLiteMemoryStore:
         return space
 
     # -- writes -----------------------------------------------------------------------------
-    async def put(self, items: list[NewMemory]) -> list[MemoryItem]:
-        """Write items in one transaction (all or none) and return them as stored."""
+    async def put(self, items: list[NewMemory], supersede: Sequence[str] = ()) -> list[MemoryItem]:
+        """Write items in one transaction (all or none) and return them as stored.
+
+        The items at the ``supersede`` URIs leave the search index in the same transaction (they
+        stay readable and listed, tagged ``superseded``): a newer item holds what they held.
+        """
 
         def write(conn: sqlite3.Connection) -> tuple[int, list[MemoryItem]]:
             space = self._ensure_space(conn)
+            for uri in supersede:
+                self._supersede(conn, space, uri)
             return space, [self._put_one(conn, space, new) for new in items]
 
         space, stored = await self.db.write(write)
@@ -192,6 +200,17 @@ class SQLiteMemoryStore:
             tenant=self.tenant,
             project=self.project,
         )
+
+    def _supersede(self, conn: sqlite3.Connection, space: int, uri: str) -> None:
+        row = conn.execute(
+            "SELECT seq, tags FROM memory_items WHERE tenant = ? AND project = ? AND uri = ?",
+            (self.tenant, self.project, uri),
+        ).fetchone()
+        if row is None or SUPERSEDED in json.loads(row["tags"]):
+            return
+        tags = json.dumps([*json.loads(row["tags"]), SUPERSEDED], ensure_ascii=False)
+        conn.execute("UPDATE memory_items SET tags = ? WHERE seq = ?", (tags, row["seq"]))
+        conn.execute(f"DELETE FROM memory_fts_{space} WHERE rowid = ?", (row["seq"],))
 
     def _same_content(self, conn: sqlite3.Connection, new: NewMemory, digest: str) -> MemoryItem | None:
         """An item of the same scope with exactly this content, if there is one."""

@@ -80,6 +80,27 @@ async def test_a_fact_already_extracted_from_an_earlier_snapshot_is_not_stored_t
     assert len(await rt.memory.list("memory://session/")) == 2  # each snapshot's transcript is archived
 
 
+async def test_earlier_snapshots_of_a_conversation_leave_the_index_but_stay_readable(rt: Runtime) -> None:
+    first = await rt.sessions.create(CONVERSATION[:2])
+    one = await rt.memory.commit(first.id)
+    later = await rt.sessions.append(first.id, [{"kind": "assistant", "content": "Hello Ada."}])
+    two = await rt.memory.commit(later.id)
+    assert two.superseded == (one.archived_uri,)
+    transcripts = [h.uri for h in await rt.memory.recall("Acme", k=10) if h.uri.endswith("/transcript")]
+    assert transcripts == [two.archived_uri]
+    old = await rt.memory.read(one.archived_uri)
+    assert old.tags == ("transcript", "superseded") and "Acme" in old.content
+    assert (await rt.memory.commit(later.id)).superseded == ()  # nothing left to supersede
+    other = await rt.sessions.create([{"kind": "user", "content": "My team is Acme platform."}])
+    branch = await rt.sessions.append(other.id, [{"kind": "assistant", "content": "Noted."}])
+    await rt.memory.commit(other.id)
+    assert (await rt.memory.commit(branch.id)).superseded == (f"memory://session/{other.id}/transcript",)
+    edited = await rt.sessions.derive(
+        [later.id], [{"kind": "user", "content": "Something else, about Acme."}], op="run"
+    )
+    assert (await rt.memory.commit(edited.id)).superseded == ()  # not a continuation: both stay searchable
+
+
 async def test_commit_puts_extracted_items_in_the_chosen_scope_with_a_custom_extractor(rt: Runtime) -> None:
     session = await rt.sessions.create(CONVERSATION)
     extractor = KeywordExtractor("tabs")
