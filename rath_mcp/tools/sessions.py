@@ -72,8 +72,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         session_id: SessionId, offset: Annotated[int, Field(ge=0)] = 0, limit: Limit = 50
     ) -> SessionPage:
         """A session's fields and one page of its chunks (oldest first)."""
-        info = await rt.sessions.info(session_id)
-        chunks = await rt.sessions.chunks(session_id, offset, limit)
+        info, chunks = await rt.sessions.window(session_id, offset, limit)
         end = offset + len(chunks)
         return SessionPage(
             **session_summary(info).model_dump(),

@@ -118,6 +118,11 @@ class InMemorySessionStore:
         chunks = self._get(session_id).chunks
         return list(chunks[offset : None if limit is None else offset + limit])
 
+    async def snapshot(
+        self, session_id: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[SessionInfo, list[StoredChunk]]:
+        return await self.info(session_id), await self.chunks(session_id, offset, limit)
+
     async def uids(self, session_id: str) -> list[str]:
         return [sc.uid for sc in self._get(session_id).chunks]
 

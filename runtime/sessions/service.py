@@ -90,9 +90,16 @@ class SessionService:
     # -- reading ---------------------------------------------------------------------------
     async def get(self, session_id: str) -> Session:
         """The whole session, chunks included."""
-        info = await self.store.info(session_id)
-        stored = await self.store.chunks(session_id)
+        info, stored = await self.store.snapshot(session_id)
         return Session(**dict(info), chunks=tuple(sc.chunk for sc in stored))
+
+    async def window(
+        self, session_id: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[SessionInfo, list[Chunk]]:
+        """The session's fields and one page of its chunks, read together (a consistent view)."""
+        _check_page(offset, limit)
+        info, stored = await self.store.snapshot(session_id, offset, limit)
+        return info, [sc.chunk for sc in stored]
 
     async def info(self, session_id: str) -> SessionInfo:
         """The session without its chunks (cheap at any length)."""
@@ -100,8 +107,7 @@ class SessionService:
 
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[Chunk]:
         """A page of a session's chunks."""
-        if offset < 0 or (limit is not None and limit < 0):
-            raise InvalidInputError("offset and limit must be zero or more")
+        _check_page(offset, limit)
         return [sc.chunk for sc in await self.store.chunks(session_id, offset, limit)]
 
     async def page(self, cursor: str | None = None, limit: int = 50) -> tuple[list[SessionInfo], str | None]:
@@ -382,3 +388,8 @@ class SessionService:
         )
         (info,) = await self.store.insert([new], stubs=doc.ancestors)  # one transaction: all or nothing
         return info
+
+
+def _check_page(offset: int, limit: int | None) -> None:
+    if offset < 0 or (limit is not None and limit < 0):
+        raise InvalidInputError("offset and limit must be zero or more")

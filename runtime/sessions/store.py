@@ -62,6 +62,9 @@ class SessionStore(Protocol):
     async def info(self, session_id: str) -> SessionInfo: ...
     async def exists(self, session_ids: list[str]) -> set[str]: ...
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
+    async def snapshot(
+        self, session_id: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[SessionInfo, list[StoredChunk]]: ...
     async def uids(self, session_id: str) -> list[str]: ...
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]: ...
     async def lineage(
@@ -249,13 +252,20 @@ class SQLiteSessionStore:
             )
         return row
 
-    async def info(self, session_id: str) -> SessionInfo:
-        def read(conn: sqlite3.Connection) -> SessionInfo:
-            self._row(conn, session_id, "id")
-            row = conn.execute(_SELECT_INFO + " WHERE s.id = ?", (session_id,)).fetchone()
-            return _info(row)
+    def _info_in(self, conn: sqlite3.Connection, session_id: str) -> SessionInfo:
+        self._row(conn, session_id, "id")
+        return _info(conn.execute(_SELECT_INFO + " WHERE s.id = ?", (session_id,)).fetchone())
 
-        return await self.db.read(read)
+    async def info(self, session_id: str) -> SessionInfo:
+        return await self.db.read(lambda conn: self._info_in(conn, session_id))
+
+    async def snapshot(
+        self, session_id: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[SessionInfo, list[StoredChunk]]:
+        """A session's fields and a page of its chunks from one consistent read (one thread hop)."""
+        return await self.db.read(
+            lambda conn: (self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit))
+        )
 
     async def exists(self, session_ids: list[str]) -> set[str]:
         def read(conn: sqlite3.Connection) -> set[str]:
