@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -153,3 +154,10 @@ async def test_concurrent_gets_of_one_workspace_open_it_once(tmp_path: Path) -> 
             tg.start_soon(grab)
     assert len(got) == 8 and all(g is got[0] for g in got)
     await registry.aclose()
+
+
+def test_bubblewrap_is_there_when_ci_runs() -> None:
+    """The bwrap-isolated backend tests skip only on a developer machine without bubblewrap: CI installs
+    it (.ci/run), so there a missing bwrap is a failure, not a silent skip of the isolation tests."""
+    if os.environ.get("CI") and shutil.which("bwrap") is None:
+        pytest.fail("CI=true but bubblewrap is missing: .ci/run must `apt-get install bubblewrap`")
