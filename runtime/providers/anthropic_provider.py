@@ -19,16 +19,12 @@ from runtime.providers.base import (
     DeltaCallback,
     ModelRequest,
     ModelResponse,
-    ProviderError,
-    redact,
     safe_url,
     usage_of,
 )
 from runtime.providers.retry import (
-    RETRYABLE_STATUS,
-    RetryableFailure,
     RetryPolicy,
-    parse_retry_after,
+    failure_of,
     with_retries,
 )
 from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
@@ -192,25 +188,5 @@ class AnthropicProvider:
 
     def _translate(self, exc: anthropic.APIError | httpx2.HTTPError, *, retry_ok: bool) -> Exception:
         """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying)."""
-        status = getattr(exc, "status_code", None)
-        detail = redact(str(exc), [self._secret])
-        error = ProviderError(
-            f"anthropic: {detail}" + (f" (HTTP {status})" if status else ""),
-            provider=self.name,
-            status=status,
-            retryable=status in RETRYABLE_STATUS or isinstance(exc, (anthropic.APIConnectionError, httpx2.HTTPError)),
-        )
-        if error.retryable and not retry_ok:
-            error = ProviderError(
-                f"{error}; the stream broke after text had been streamed, so it was not retried",
-                provider=self.name,
-                status=status,
-                retryable=True,
-            )
-        if error.retryable and retry_ok:
-            after = None
-            response: httpx2.Response | None = getattr(exc, "response", None)
-            if response is not None:
-                after = parse_retry_after(response.headers.get("retry-after"))
-            return RetryableFailure(error, after)
-        return error
+        connection = isinstance(exc, (anthropic.APIConnectionError, httpx2.HTTPError))
+        return failure_of(self.name, exc, secret=self._secret, connection_error=connection, retry_ok=retry_ok)

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import anyio
 
-from runtime.providers.base import ProviderError
+from runtime.providers.base import ProviderError, redact
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -55,6 +55,36 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+def failure_of(
+    provider: str, exc: Exception, *, secret: str | None, connection_error: bool, retry_ok: bool
+) -> Exception:
+    """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying).
+
+    ``connection_error``: the SDK says the request never got an answer (always worth a retry).
+    ``retry_ok``: false once text has been streamed to the caller, so a retry would repeat it.
+    """
+    status = getattr(exc, "status_code", None)
+    detail = redact(str(exc), [secret])
+    error = ProviderError(
+        f"{provider}: {detail}" + (f" (HTTP {status})" if status else ""),
+        provider=provider,
+        status=status,
+        retryable=status in RETRYABLE_STATUS or connection_error,
+    )
+    if not error.retryable:
+        return error
+    if not retry_ok:
+        return ProviderError(
+            f"{error}; the stream broke after text had been streamed, so it was not retried",
+            provider=provider,
+            status=status,
+            retryable=True,
+        )
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    return RetryableFailure(error, parse_retry_after(headers.get("retry-after")) if headers is not None else None)
 
 
 async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy) -> T:
