@@ -44,7 +44,7 @@ FILL = "x" * 96
 OPS = ("append", "fork", "merge", "read")
 
 PEER = r"""
-import json, os, statistics, sys, tempfile, time
+import json, os, shutil, statistics, sys, tempfile, time
 from pathlib import Path
 sizes, repeats = json.loads(sys.argv[1]), int(sys.argv[2])
 work = Path(tempfile.mkdtemp(prefix="openrath-bench-"))
@@ -130,6 +130,7 @@ for name, make, count in (
             out[n]["merge_rows"] = len(merged[n][-1].chunk_table.rows)
 for n in sizes:
     writers[n].close()
+shutil.rmtree(work, ignore_errors=True)
 print(json.dumps(out))
 """
 
