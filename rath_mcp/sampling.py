@@ -1,11 +1,17 @@
 """The ``sampling`` provider's bridge: a workflow's model call answered by the connected client's model.
 
+A model call belongs to a run (``runtime.durable.current_run_id``) and goes only to a client that
+asked for that run, so one client's model never sees another client's conversation:
+
+1. a handshake-era client waiting on the run (``run_start``/``run_wait``/``delegate``) gets it as
+   ``sampling/createMessage`` on the channel of that waiting tool call (works on every transport);
+2. a 2026-07-28 client waiting on the run gets it inside its ``InputRequiredResult``
+   (``SamplingQueue``);
+3. when nobody waits on the run and exactly one client that samples is around (stdio: the host),
+   that client answers; with several, the call fails saying which run to wait on.
+
 A middleware notes every handshake-era client that declared the ``sampling`` capability, and the
-tool calls they have in flight. A model call from a run (in a background worker) goes to the
-newest such client: over the channel of one of its in-flight calls when there is one (that works
-on every transport, HTTP included), else over its connection's standalone channel. With no such
-client but a 2026-07-28 client that samples, the call waits in a ``SamplingQueue`` until that
-client's ``run_wait`` hands it out in an ``InputRequiredResult`` (see ``sampling_queue``).
+tool calls they have in flight (for case 3).
 
 Chunks become ``SamplingMessage``s: system chunks join the system prompt, assistant tool calls
 become ``tool_use`` blocks and tool results ``tool_result`` blocks; tools are offered only to
@@ -16,6 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from rath_mcp.sampling_queue import SamplingQueue
 from rath_mcp.sdk import connection_of
 from runtime import Runtime
+from runtime.durable import current_run_id
 from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
 from runtime.providers.base import estimate_tokens
 from runtime.sessions import Chunk, ToolCall, ToolCallFunction, Usage
@@ -57,11 +66,19 @@ class _Client:
     in_flight: list[tuple[RequestId, ServerSession]]  # tool calls still running, with their channels
 
 
+@dataclass(frozen=True)
+class _Watcher:
+    session: ServerSession
+    request_id: RequestId | None  # the waiting tool call, whose channel carries the request
+    tools: bool
+
+
 class ClientSampling:
     """Routes ``ModelRequest``s to a connected client's ``sampling/createMessage``."""
 
     def __init__(self, queue: SamplingQueue | None = None) -> None:
         self._clients: dict[int, _Client] = {}  # by connection, oldest first
+        self._watchers: dict[str, list[_Watcher]] = {}  # run id -> handshake-era clients waiting on it
         self.queue = queue or SamplingQueue()
         self._modern_seen_at = float("-inf")  # when a 2026-07-28 client that samples last called
 
@@ -97,25 +114,60 @@ class ClientSampling:
         recent = anyio.current_time() - self._modern_seen_at < self.queue.answer_wait_s
         return self.queue.has_waiters or recent
 
+    @contextmanager
+    def watching(
+        self, session: ServerSession, request_id: RequestId | None, run_id: str, *, tools: bool
+    ) -> Iterator[None]:
+        """While a handshake-era client waits on ``run_id``, that run's model calls go to it."""
+        watcher = _Watcher(session, request_id, tools)
+        self._watchers.setdefault(run_id, []).append(watcher)
+        try:
+            yield
+        finally:
+            watchers = self._watchers[run_id]
+            watchers.remove(watcher)
+            if not watchers:
+                del self._watchers[run_id]
+
     # -- the provider callback -------------------------------------------------------------
     async def __call__(self, request: ModelRequest) -> ModelResponse:
-        if not self._clients and self._modern_client_around():
-            return from_result(await self.queue.ask(request), request)
-        if not self._clients:
+        run_id = current_run_id()
+        watchers = self._watchers.get(run_id or "")
+        if watchers:
+            watcher = watchers[-1]
+            return await self._send(watcher.session, watcher.request_id, watcher.tools, request)
+        if self.queue.waits_on(run_id):
+            return from_result(await self.queue.ask(request, run_id), request)
+        modern = self._modern_client_around()
+        candidates = len(self._clients) + (1 if modern else 0)
+        if candidates == 0:
             raise ProviderError(
                 "no connected MCP client offers sampling; connect a client that declares the sampling "
                 "capability, or configure openai, anthropic or scripted",
                 provider="sampling",
             )
-        client = next(reversed(self._clients.values()))
-        params = to_params(request, with_tools=client.tools)
-        if client.in_flight:  # ride an in-flight call's channel: it exists on every transport
-            related, session = client.in_flight[-1]
-            metadata: ServerMessageMetadata | None = ServerMessageMetadata(related_request_id=related)
-        else:
-            session, metadata = client.session, None
+        if candidates > 1:
+            raise ProviderError(
+                f"{candidates} connected MCP clients offer sampling and none is waiting on run {run_id}; "
+                "call run_wait on it from the client whose model should answer (a run's model calls go "
+                "only to a client that waits on that run)",
+                provider="sampling",
+            )
+        if modern:
+            return from_result(await self.queue.ask(request, run_id), request)
+        client = next(iter(self._clients.values()))
+        related, session = client.in_flight[-1] if client.in_flight else (None, client.session)
+        return await self._send(session, related, client.tools, request)
+
+    async def _send(
+        self, session: ServerSession, related: RequestId | None, tools: bool, request: ModelRequest
+    ) -> ModelResponse:
+        """Ask over ``session``; on the channel of tool call ``related`` when given (every transport has it)."""
+        metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
         result = await session.send_request(
-            CreateMessageRequest(params=params), CreateMessageResultWithTools, metadata=metadata
+            CreateMessageRequest(params=to_params(request, with_tools=tools)),
+            CreateMessageResultWithTools,
+            metadata=metadata,
         )
         return from_result(result, request)
 

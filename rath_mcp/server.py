@@ -44,7 +44,7 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
     )
     server.middleware.append(concise_validation_errors)
     client_sampling = sampling.install(server, rt)
-    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling.queue))
+    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)
     resources.register_memory_resources(server, rt)

@@ -36,7 +36,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rath_mcp.asking import Answer, answer_from, form_for, message_for, request_for
 from rath_mcp.logs import level_of, log
-from rath_mcp.sampling import to_params
+from rath_mcp.sampling import ClientSampling, to_params
 from rath_mcp.sampling_queue import SamplingQueue
 from runtime import ConflictError, Runtime
 from runtime.durable.models import SETTLED, Interrupt, Run
@@ -108,10 +108,13 @@ class _Progress:
 class RunWaiter:
     """Waits on runs for the tools of one server."""
 
-    def __init__(self, rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, sampling: SamplingQueue | None = None) -> None:
+    def __init__(
+        self, rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, sampling: ClientSampling | None = None
+    ) -> None:
         self.rt = rt
         self.heartbeat_s = heartbeat_s
-        self.sampling = sampling
+        self.client_sampling = sampling
+        self.sampling: SamplingQueue | None = sampling.queue if sampling is not None else None
 
     async def settle(self, ctx: Context, run_id: str, budget_s: float, progress: _Progress | None = None) -> Run:
         """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out.
@@ -141,7 +144,16 @@ class RunWaiter:
         return last if last.status in SETTLED else await self.rt.runs.get(run_id)
 
     async def wait(self, ctx: Context, run_id: str, budget_s: float) -> Run | InputRequiredResult:
-        """Settle, and while the run waits on a human, ask through the client when it can."""
+        """Settle, and while the run waits on a human, ask through the client when it can.
+
+        While this call waits, the run's model calls on the ``sampling`` provider go to this client.
+        """
+        if self.client_sampling is None or is_modern(ctx) or not client_can_sample(ctx):
+            return await self._wait(ctx, run_id, budget_s)
+        with self.client_sampling.watching(ctx.session, ctx.request_id, run_id, tools=client_samples_tools(ctx)):
+            return await self._wait(ctx, run_id, budget_s)
+
+    async def _wait(self, ctx: Context, run_id: str, budget_s: float) -> Run | InputRequiredResult:
         deadline = anyio.current_time() + budget_s
         progress = _Progress(ctx, budget_s)
         asked = set(await self.apply_answers(ctx, run_id))
@@ -151,7 +163,7 @@ class RunWaiter:
             if queue is None:
                 run = await self.settle(ctx, run_id, left, progress)
             else:
-                with queue.waiting():
+                with queue.waiting(run_id):
                     run, samples = await self._settle_or_sample(ctx, queue, run_id, left, progress)
                 if samples:
                     return self._input_required(ctx, run_id, asked, [], samples)
@@ -170,7 +182,7 @@ class RunWaiter:
         """Settle, unless a model call of a run needs this (2026-07-28) client's model first."""
         deadline = anyio.current_time() + budget_s
         while True:
-            samples = queue.take()
+            samples = queue.take(run_id)
             left = deadline - anyio.current_time()
             if samples or left <= 0:
                 return await self.rt.runs.get(run_id), samples
@@ -191,7 +203,7 @@ class RunWaiter:
                 tg.cancel_scope.cancel()
 
             async def sample() -> None:
-                await queue.arrived()
+                await queue.arrived(run_id)
                 tg.cancel_scope.cancel()
 
             tg.start_soon(settle)

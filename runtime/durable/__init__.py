@@ -1,5 +1,6 @@
 """Durable execution: compiled plans, runs, events, checkpoints, leases, workers, effect ledger, interrupts."""
 
+from runtime.durable.context import current_run_id
 from runtime.durable.models import Effect, Event, Interrupt, Run
 from runtime.durable.plan import Plan, StepPlan, compile_workflow
 from runtime.durable.registry import WorkflowRegistry
@@ -18,5 +19,6 @@ __all__ = [
     "Worker",
     "WorkflowRegistry",
     "compile_workflow",
+    "current_run_id",
     "run_worker",
 ]

@@ -14,6 +14,7 @@ import inspect
 import json
 import sqlite3
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -29,6 +30,20 @@ if TYPE_CHECKING:
     from runtime.runtime import Runtime
 
 T = TypeVar("T")
+
+#: The run whose steps the current task is executing (set by the worker for the whole drive).
+CURRENT_RUN: ContextVar[str | None] = ContextVar("rath_current_run", default=None)
+
+
+def current_run_id() -> str | None:
+    """The id of the run this code executes in, or None outside a run.
+
+    Lets a layer that serves many runs at once (the MCP server's ``sampling`` provider) tell whose
+    model call it is handling without every call site passing the id along.
+    """
+    return CURRENT_RUN.get()
+
+
 KINDS = ("approval", "input", "review")
 LEDGERED = (EffectClass.IDEMPOTENT, EffectClass.NON_IDEMPOTENT)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from runtime.durable.context import LiveContext
+from runtime.durable.context import CURRENT_RUN, LiveContext
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
 from runtime.durable.reconcile import settle_in_flight
@@ -100,6 +100,13 @@ class Runner:
 
     async def drive(self) -> None:
         """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""
+        marker = CURRENT_RUN.set(self.run_id)
+        try:
+            await self._drive()
+        finally:
+            CURRENT_RUN.reset(marker)
+
+    async def _drive(self) -> None:
         while True:
             if self.lease.cancelled:
                 return await self._end("cancelled", f"cancelled: {self.lease.cancel_reason or 'by request'}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
@@ -19,7 +20,7 @@ from mcp_types import (
 )
 
 from rath_mcp.sampling_queue import SamplingQueue
-from runtime import Runtime
+from runtime import Runtime, StepContext, Workflow, step
 from runtime.providers import ModelRequest, ProviderError
 from runtime.sessions import Chunk
 from tests.mcp.conftest import call
@@ -114,4 +115,90 @@ async def test_a_queued_model_call_nobody_answers_fails_with_what_to_do() -> Non
     queue = SamplingQueue(answer_wait_s=0.1)
     with pytest.raises(ProviderError, match="no client answered"):
         await queue.ask(ModelRequest(messages=[Chunk(kind="user", content="hi")]))
-    assert queue.take() == {}
+    assert queue.take("run_x") == {}
+
+
+async def output_of(client: Client, run: dict[str, object]) -> str:
+    assert run["status"] == "succeeded", run["error"]
+    out = await call(client, "session_get", session_id=run["output_session_id"])
+    return str(out["chunks"][-1]["content"])
+
+
+class AskTheClient(Workflow):
+    """Waits for the test's go, then asks the ``sampling`` provider once."""
+
+    name = "ask_the_client"
+
+    def __init__(self) -> None:
+        self.entered, self.go = anyio.Event(), anyio.Event()
+
+    @step(entry=True)
+    async def ask(self, state: dict[str, object], ctx: StepContext) -> dict[str, object]:
+        self.entered.set()
+        await self.go.wait()
+        provider = ctx.runtime.providers.get("sampling")
+        response = await provider.complete(ModelRequest(messages=[Chunk(kind="user", content="secret plans")]))
+        return {"answer": response.content}
+
+
+async def test_a_runs_model_calls_go_only_to_the_client_waiting_on_it(server: MCPServer, rt: Runtime) -> None:
+    """Another client that spoke last must not be handed this client's conversation."""
+    flow = AskTheClient()
+    rt.workflows.register(flow)
+    mine, theirs = ClientModel(say("from mine")), ClientModel(say("from theirs"))
+    async with (
+        Client(server, mode="legacy", sampling_callback=mine) as client,
+        Client(server, mode="legacy", sampling_callback=theirs) as other,
+    ):
+        runs: list[dict[str, object]] = []
+
+        async def start() -> None:
+            runs.append(await call(client, "run_start", workflow="ask_the_client", wait_s=20))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(start)
+                await flow.entered.wait()
+                await call(other, "session_list")  # the other client is now the last one heard from
+                flow.go.set()
+        run = await rt.runs.get(str(runs[0]["run_id"]))
+    assert run.status == "succeeded", run.error
+    assert run.state["answer"] == "from mine"
+    assert len(mine.requests) == 1 and theirs.requests == []
+
+
+async def test_concurrent_2026_clients_each_answer_only_their_own_runs(server: MCPServer) -> None:
+    models = {name: ClientModel(say(f"answered by {name}")) for name in ("a", "b")}
+    inp = {"provider": "sampling", "memory": False, "tools": False}
+    outputs: dict[str, str] = {}
+
+    async def use(name: str) -> None:
+        async with Client(server, mode="2026-07-28", sampling_callback=models[name]) as client:
+            run = await call(client, "run_start", workflow="agent", message=f"task of {name}", input=inp, wait_s=20)
+            outputs[name] = await output_of(client, run)
+
+    with anyio.fail_after(40):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(use, "a")
+            tg.start_soon(use, "b")
+    assert outputs == {"a": "answered by a", "b": "answered by b"}
+    for name, model in models.items():
+        asked = [b.text for m in model.requests for b in m.messages[-1].content_as_list if isinstance(b, TextContent)]
+        assert asked == [f"task of {name}"]
+
+
+async def test_with_several_sampling_clients_and_nobody_waiting_the_run_fails_saying_whom_to_wait(
+    server: MCPServer, rt: Runtime
+) -> None:
+    inp = {"provider": "sampling", "memory": False, "tools": False}
+    first, second = ClientModel(say("x")), ClientModel(say("y"))
+    async with (
+        Client(server, mode="legacy", sampling_callback=first) as client,
+        Client(server, mode="legacy", sampling_callback=second) as other,
+    ):
+        await call(other, "session_list")
+        started = await call(client, "run_start", workflow="agent", message="hi", input=inp)
+        # Waiting in the runtime, not through a client: no client claims the run's model calls.
+        run = (await rt.runs.wait(started["run_id"], timeout_s=20)).summary()
+    assert run["status"] == "failed" and "none is waiting on run" in str(run["error"]), run
+    assert first.requests == [] and second.requests == []
