@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
+from runtime.sessions.lineage import walk
 from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
 from runtime.sessions.store import NewSession, StoredChunk, Stub
 
@@ -134,32 +135,29 @@ class InMemorySessionStore:
         self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int
     ) -> tuple[list[LineageNode], list[LineageEdge], bool]:
         self._get(session_id)
-        seen, frontier, truncated = {session_id}, [session_id], False
-        edges: set[tuple[str, str]] = set()
-        for _ in range(depth):
-            nxt: list[str] = []
-            for sid in frontier:
-                row = self._mine(sid)
-                steps = [(p, (p, sid)) for p in row.info.parents] if up and row else []
-                if down:
-                    kids = sorted(i for i, r in self.home.rows.items() if sid in r.info.parents and self._mine(i))
-                    steps += [(c, (sid, c)) for c in kids]
-                for node, edge in steps:
-                    if node not in seen:
-                        if len(seen) >= max_nodes:
-                            truncated = True
-                            continue
-                        seen.add(node)
-                        nxt.append(node)
-                    edges.add(edge)
-            frontier = nxt
-        nodes = sorted((self._node(i) for i in seen), key=lambda n: (n.created_at, n.id))
-        return nodes, [LineageEdge(parent=p, child=c) for p, c in sorted(edges)], truncated
 
-    def _node(self, session_id: str) -> LineageNode:
+        def parents(sid: str) -> tuple[str, ...]:
+            row = self._mine(sid)
+            return row.info.parents if row else ()
+
+        def children(sid: str) -> list[str]:
+            return sorted(i for i, r in self.home.rows.items() if sid in r.info.parents and self._mine(i))
+
+        return walk(
+            session_id,
+            depth,
+            up=up,
+            down=down,
+            max_nodes=max_nodes,
+            parents=parents,
+            children=children,
+            node=self._node,
+        )
+
+    def _node(self, session_id: str) -> LineageNode | None:
         row = self._mine(session_id)
         if row is None:
-            return LineageNode(id=session_id, op="unknown", length=0, created_at=0.0, stub=True)
+            return None
         i = row.info
         stub = row.stub_op is not None
         return LineageNode(id=i.id, op=row.stub_op or i.op, length=i.length, created_at=i.created_at, stub=stub)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
+from runtime.sessions.lineage import sqlite_walk
 from runtime.sessions.model import (
     Chunk,
     LineageEdge,
@@ -23,7 +24,6 @@ from runtime.sessions.model import (
     SessionOp,
     Usage,
 )
-from runtime.sessions.sqlite_lineage import walk
 from runtime.store.sqlite import SQLiteDatabase
 
 
@@ -342,8 +342,8 @@ class SQLiteSessionStore:
 
         def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge], bool]:
             self._row(conn, session_id, "id")
-            found = walk(conn, (self.tenant, self.project), session_id, depth, up=up, down=down, max_nodes=max_nodes)
-            return found.nodes, found.edges, found.truncated
+            scope = (self.tenant, self.project)
+            return sqlite_walk(conn, scope, session_id, depth, up=up, down=down, max_nodes=max_nodes)
 
         return await self.db.read(read)
 
