@@ -24,8 +24,7 @@ from runtime.providers.base import (
 )
 from runtime.providers.retry import (
     RetryPolicy,
-    failure_of,
-    with_retries,
+    complete_with_retries,
 )
 from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
 
@@ -126,16 +125,16 @@ class AnthropicProvider:
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
 
-        async def attempt() -> ModelResponse:
-            started = [False]
-            try:
-                if on_delta is None:
-                    return await self._plain(kwargs)
-                return await self._streamed(kwargs, on_delta, started)
-            except (anthropic.APIError, httpx2.HTTPError) as exc:  # a stream cut mid-way surfaces as httpx2's error
-                raise self._translate(exc, retry_ok=not started[0]) from None
-
-        return await with_retries(attempt, self.retry)
+        return await complete_with_retries(
+            self.name,
+            lambda: self._plain(kwargs),
+            lambda relay: self._streamed(kwargs, relay),
+            on_delta,
+            policy=self.retry,
+            secret=self._secret,
+            errors=(anthropic.APIError, httpx2.HTTPError),  # a stream cut mid-way surfaces as httpx2's error
+            connection_errors=(anthropic.APIConnectionError, httpx2.HTTPError),
+        )
 
     async def _plain(self, kwargs: dict[str, Any]) -> ModelResponse:
         msg = await self._client.messages.create(**kwargs)
@@ -155,7 +154,7 @@ class AnthropicProvider:
             model=msg.model,
         )
 
-    async def _streamed(self, kwargs: dict[str, Any], on_delta: DeltaCallback, started: list[bool]) -> ModelResponse:
+    async def _streamed(self, kwargs: dict[str, Any], on_delta: DeltaCallback) -> ModelResponse:
         stream = await self._client.messages.create(**kwargs, stream=True)
         text: list[str] = []
         tools: dict[int, dict[str, str]] = {}
@@ -172,7 +171,6 @@ class AnthropicProvider:
                     tools[event.index] = {"id": block.id, "name": block.name, "json": ""}
                 elif event.type == "content_block_delta":
                     if event.delta.type == "text_delta":
-                        started[0] = True
                         text.append(event.delta.text)
                         await on_delta(event.delta.text)
                     elif event.delta.type == "input_json_delta" and event.index in tools:
@@ -185,8 +183,3 @@ class AnthropicProvider:
             for _, t in sorted(tools.items())
         ]
         return ModelResponse("".join(text), calls, usage_of(prompt, completion), _STOP.get(stop, "other"), model)
-
-    def _translate(self, exc: anthropic.APIError | httpx2.HTTPError, *, retry_ok: bool) -> Exception:
-        """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying)."""
-        connection = isinstance(exc, (anthropic.APIConnectionError, httpx2.HTTPError))
-        return failure_of(self.name, exc, secret=self._secret, connection_error=connection, retry_ok=retry_ok)

@@ -23,8 +23,7 @@ from runtime.providers.base import (
 )
 from runtime.providers.retry import (
     RetryPolicy,
-    failure_of,
-    with_retries,
+    complete_with_retries,
 )
 from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
 
@@ -100,16 +99,16 @@ class OpenAIProvider:
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
 
-        async def attempt() -> ModelResponse:
-            started = [False]
-            try:
-                if on_delta is None:
-                    return await self._plain(kwargs)
-                return await self._streamed(kwargs, on_delta, started)
-            except (openai.APIError, httpx2.HTTPError) as exc:  # a stream cut mid-way surfaces as httpx2's error
-                raise self._translate(exc, retry_ok=not started[0]) from None
-
-        return await with_retries(attempt, self.retry)
+        return await complete_with_retries(
+            self.name,
+            lambda: self._plain(kwargs),
+            lambda relay: self._streamed(kwargs, relay),
+            on_delta,
+            policy=self.retry,
+            secret=self._secret,
+            errors=(openai.APIError, httpx2.HTTPError),  # a stream cut mid-way surfaces as httpx2's error
+            connection_errors=(openai.APIConnectionError, httpx2.HTTPError),
+        )
 
     async def _plain(self, kwargs: dict[str, Any]) -> ModelResponse:
         resp = await self._client.chat.completions.create(**kwargs)
@@ -132,7 +131,7 @@ class OpenAIProvider:
             model=resp.model,
         )
 
-    async def _streamed(self, kwargs: dict[str, Any], on_delta: DeltaCallback, started: list[bool]) -> ModelResponse:
+    async def _streamed(self, kwargs: dict[str, Any], on_delta: DeltaCallback) -> ModelResponse:
         stream = await self._client.chat.completions.create(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
@@ -147,7 +146,6 @@ class OpenAIProvider:
                 for choice in event.choices:
                     delta = choice.delta
                     if delta.content:
-                        started[0] = True
                         text.append(delta.content)
                         await on_delta(delta.content)
                     for tc in delta.tool_calls or []:
@@ -162,8 +160,3 @@ class OpenAIProvider:
             for _, c in sorted(calls.items())
         ]
         return ModelResponse("".join(text), tool_calls, usage, _FINISH.get(finish, "other"), model)
-
-    def _translate(self, exc: openai.APIError | httpx2.HTTPError, *, retry_ok: bool) -> Exception:
-        """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying)."""
-        connection = isinstance(exc, (openai.APIConnectionError, httpx2.HTTPError))
-        return failure_of(self.name, exc, secret=self._secret, connection_error=connection, retry_ok=retry_ok)

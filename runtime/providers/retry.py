@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import anyio
 
-from runtime.providers.base import ProviderError, redact
+from runtime.providers.base import DeltaCallback, ProviderError, redact
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -107,3 +107,38 @@ async def with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy) ->
                 ) from None
             await anyio.sleep(policy.delay(attempt, failure.retry_after_s))
             attempt += 1
+
+
+async def complete_with_retries(
+    provider: str,
+    plain: Callable[[], Awaitable[T]],
+    streamed: Callable[[DeltaCallback], Awaitable[T]],
+    on_delta: DeltaCallback | None,
+    *,
+    policy: RetryPolicy,
+    secret: str | None,
+    errors: tuple[type[Exception], ...],
+    connection_errors: tuple[type[Exception], ...],
+) -> T:
+    """One provider call under ``policy``: ``plain()``, or ``streamed(relay)`` when there is ``on_delta``.
+
+    An exception of ``errors`` is translated by ``failure_of`` (``connection_errors`` are the ones
+    that got no answer); a streamed attempt is not retried once text has gone through ``relay``.
+    """
+
+    async def attempt() -> T:
+        relayed = False
+
+        async def relay(text: str) -> None:
+            nonlocal relayed
+            relayed = True
+            assert on_delta is not None
+            await on_delta(text)
+
+        try:
+            return await (plain() if on_delta is None else streamed(relay))
+        except errors as exc:
+            connection = isinstance(exc, connection_errors)
+            raise failure_of(provider, exc, secret=secret, connection_error=connection, retry_ok=not relayed) from None
+
+    return await with_retries(attempt, policy)
