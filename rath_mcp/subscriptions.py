@@ -64,9 +64,10 @@ class RunSubscriptions:
 
     # -- registration (called by the protocol handlers) --------------------------------------
     async def _watch(self, run_id: str) -> _Watch:
-        watch = self._watches.get(run_id)
-        if watch is None:
+        if run_id not in self._watches:
             await self.rt.runs.get(run_id)  # unknown ids fail here, with the runtime's message
+        watch = self._watches.get(run_id)  # looked up again: a concurrent subscribe may have made it meanwhile
+        if watch is None:
             watch = self._watches[run_id] = _Watch()
             self.rt.task_group.start_soon(self._run_watcher, run_id, watch)
         return watch

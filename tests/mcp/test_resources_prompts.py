@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
 from mcp.server import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
     PromptReference,
@@ -20,6 +21,8 @@ from mcp_types import (
     TextResourceContents,
 )
 
+from rath_mcp.subscriptions import RunSubscriptions
+from runtime import Runtime
 from tests.mcp.conftest import call
 
 pytestmark = pytest.mark.anyio
@@ -148,3 +151,22 @@ async def test_completion_offers_workflow_names_and_ids(client: Client) -> None:
         ResourceTemplateReference(type="ref/resource", uri="rath://workflows/{name}"), {"name": "name", "value": "e"}
     )
     assert names.completion.values == ["echo"]
+
+
+async def test_concurrent_listens_on_one_run_share_one_watcher_that_stops_with_them(rt: Runtime) -> None:
+    run = await rt.runs.start("approval", input={"draft": "d"})
+    uri = f"rath://runs/{run.id}"
+    subscriptions = RunSubscriptions(rt, InMemorySubscriptionBus())
+    opened: list[list[tuple[str, str]]] = []
+
+    async def listen() -> None:
+        opened.append(await subscriptions.open_stream([uri]))
+
+    async with anyio.create_task_group() as tg:  # both look the run up before either registers a watcher
+        tg.start_soon(listen)
+        tg.start_soon(listen)
+    watch = subscriptions._watches[run.id]
+    assert watch.streams == {uri: 2}
+    for pairs in opened:
+        subscriptions.close_stream(pairs)
+    assert run.id not in subscriptions._watches and watch.scope.cancel_called
