@@ -98,7 +98,8 @@ class Runtime:
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         """
-        _check_scope("tenant", tenant), _check_scope("project", project)  # before opening: a plain error
+        _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
+        _check_scope("project", project)
         check_backend_name(sandbox)
         root = resolve_home(home)
         db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
@@ -106,15 +107,7 @@ class Runtime:
         body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
-                rt = cls(
-                    root,
-                    db,
-                    _check_scope("tenant", tenant),
-                    _check_scope("project", project),
-                    tg,
-                    sandbox=sandbox,
-                    opensandbox=opensandbox,
-                )
+                rt = cls(root, db, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
                 rt.runs.lease_s = lease_s
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
