@@ -19,6 +19,8 @@ from runtime.providers.base import (
     DeltaCallback,
     ModelRequest,
     ModelResponse,
+    arguments_object,
+    block_turns,
     safe_url,
     usage_of,
 )
@@ -30,14 +32,6 @@ from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
 
 _STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 DEFAULT_MAX_TOKENS = 1024
-
-
-def _arguments(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {"_unparsed": raw}
-    return value if isinstance(value, dict) else {"_value": value}
 
 
 def _is_error_result(content: str) -> bool:
@@ -53,20 +47,7 @@ def _is_error_result(content: str) -> bool:
 
 def to_anthropic(request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]]:
     """The system text and the alternating user/assistant turns of a request."""
-    system = [request.system] if request.system else []
-    turns: list[dict[str, Any]] = []
-    for chunk in request.messages:
-        if chunk.kind == "system":
-            system.append(chunk.content)
-            continue
-        role = "assistant" if chunk.kind == "assistant" else "user"
-        blocks = _blocks(chunk)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+    system, turns = block_turns(request, _blocks)
     return ("\n\n".join(system) or None), turns
 
 
@@ -76,9 +57,8 @@ def _blocks(chunk: Chunk) -> list[dict[str, Any]]:
         return [{**block, "is_error": True} if _is_error_result(chunk.content) else block]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": chunk.content}] if chunk.content else []
     for tc in chunk.tool_calls or ():
-        blocks.append(
-            {"type": "tool_use", "id": tc.id, "name": tc.function.name, "input": _arguments(tc.function.arguments)}
-        )
+        args = arguments_object(tc.function.arguments)
+        blocks.append({"type": "tool_use", "id": tc.id, "name": tc.function.name, "input": args})
     return blocks
 
 

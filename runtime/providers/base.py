@@ -8,6 +8,7 @@ arrives; the returned response is the same either way.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -92,6 +93,42 @@ class Provider(Protocol):
     name: str
 
     async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelResponse: ...
+
+
+def arguments_object(raw: str) -> dict[str, Any]:
+    """A tool call's JSON arguments as the object that block APIs (Anthropic, MCP sampling) want as input.
+
+    Text that is not JSON is kept under ``_unparsed``, a JSON value that is not an object under ``_value``.
+    """
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {"_unparsed": raw}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def block_turns(
+    request: ModelRequest, blocks: Callable[[Chunk], list[dict[str, Any]]]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The system texts (prompt first, then ``system`` chunks) and the user/assistant turns of a request.
+
+    Each other chunk becomes content ``blocks``; consecutive chunks of one role share a turn.
+    """
+    system = [request.system] if request.system else []
+    turns: list[dict[str, Any]] = []
+    for chunk in request.messages:
+        if chunk.kind == "system":
+            system.append(chunk.content)
+            continue
+        role = "assistant" if chunk.kind == "assistant" else "user"
+        content = blocks(chunk)
+        if not content:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(content)
+        else:
+            turns.append({"role": role, "content": content})
+    return system, turns
 
 
 def usage_of(prompt: int | None, completion: int | None) -> Usage:

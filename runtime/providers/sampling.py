@@ -27,6 +27,7 @@ from runtime.providers.base import (
     ModelRequest,
     ModelResponse,
     ProviderError,
+    block_turns,
     estimate_tokens,
     usage_of,
 )
@@ -63,20 +64,7 @@ def sampling_params(request: ModelRequest, *, with_tools: bool = False) -> dict[
     Without ``with_tools`` (clients lacking the ``sampling.tools`` capability) tool calls and
     results are written out as text and no tools are offered.
     """
-    system = [request.system] if request.system else []
-    messages: list[dict[str, Any]] = []
-    for chunk in request.messages:
-        if chunk.kind == "system":
-            system.append(chunk.content)
-            continue
-        role = "assistant" if chunk.kind == "assistant" else "user"
-        blocks = _content(chunk, with_tools)
-        if not blocks:
-            continue
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": role, "content": blocks})
+    system, messages = block_turns(request, lambda chunk: _content(chunk, with_tools))
     params: dict[str, Any] = {"messages": messages, "maxTokens": request.max_tokens or DEFAULT_MAX_TOKENS}
     if system:
         params["systemPrompt"] = "\n\n".join(system)
