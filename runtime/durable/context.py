@@ -15,7 +15,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import anyio
 import anyio.to_thread
@@ -44,7 +44,7 @@ def current_run_id() -> str | None:
     return CURRENT_RUN.get()
 
 
-KINDS = ("approval", "input", "review")
+KINDS: tuple[str, ...] = get_args(InterruptKind)
 LEDGERED = (EffectClass.IDEMPOTENT, EffectClass.NON_IDEMPOTENT)
 
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, get_args
 
 import jsonschema
 
 from runtime.durable.models import loads
 from runtime.durable.store import EventSpec, Scope, dumps, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
-from runtime.flow.workflow import Decision
+from runtime.flow.workflow import Decision, DecisionAction
 from runtime.ids import now
 
-ACTIONS = ("approve", "edit", "reject", "respond")
+ACTIONS: tuple[str, ...] = get_args(DecisionAction)
 OUTCOMES = ("applied", "not_applied")
 
 

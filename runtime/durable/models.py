@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.flow.workflow import Decision
+from runtime.flow.workflow import Decision, InterruptKind
 
 RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
@@ -33,7 +33,7 @@ class Interrupt(_Record):
     id: str
     run_id: str
     step: str
-    kind: Literal["approval", "input", "review"]
+    kind: InterruptKind
     prompt: str = ""
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     status: InterruptStatus

@@ -11,12 +11,12 @@ import builtins
 import hashlib
 import sqlite3
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
 from runtime.durable import decisions
-from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run
+from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
 from runtime.durable.store import Scope, dumps, expire_interrupts, insert_run, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError
 from runtime.ids import now
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 POLL_S = 0.25
 CANCEL_GRACE_S = 5.0
-STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review")
+STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 
 def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], deadline_s: float | None) -> str:

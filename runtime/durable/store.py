@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.durable.models import TERMINAL
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 
@@ -188,7 +187,3 @@ def expire_interrupts(conn: sqlite3.Connection, run_id: str) -> list[str]:
     ]
     conn.execute("UPDATE run_interrupts SET status = 'expired' WHERE run_id = ? AND status = 'pending'", (run_id,))
     return ids
-
-
-def is_terminal(status: str) -> bool:
-    return status in TERMINAL
