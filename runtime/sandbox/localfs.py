@@ -139,7 +139,10 @@ class LocalFiles:
             with open_dir_beneath(root_fd, parts) as dir_fd:
                 entries = []
                 for name in os.listdir(dir_fd):
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    try:
+                        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # removed since the listing (by a command running here): not an entry now
                     is_dir = stat.S_ISDIR(st.st_mode)
                     entries.append(FileEntry(name=name, is_dir=is_dir, size=0 if is_dir else st.st_size))
         except FileNotFoundError:

@@ -195,3 +195,11 @@ async def test_a_workspace_replaced_by_a_symlink_is_not_opened(tmp_path: Path) -
     os.symlink("/", tmp_path / "workspaces" / "hijacked")
     with pytest.raises(PathEscapeError, match="symlink"):
         await backend.open("hijacked")
+
+
+async def test_an_entry_removed_while_listing_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox = await LocalBackend(tmp_path / "workspaces", use_bwrap=False).open("ws")
+    await sandbox.write_file("kept.txt", "x")
+    listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda fd: [*listdir(fd), "gone.txt"])  # as if deleted right after
+    assert [e.name for e in await sandbox.list_dir(".")] == ["kept.txt"]
