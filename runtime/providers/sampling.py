@@ -27,6 +27,7 @@ from runtime.providers.base import (
     ModelRequest,
     ModelResponse,
     ProviderError,
+    arguments_object,
     block_turns,
     estimate_tokens,
     usage_of,
@@ -50,7 +51,7 @@ def _content(chunk: Chunk, with_tools: bool) -> list[dict[str, Any]]:
     blocks = [_text(chunk.content)] if chunk.content else []
     for call in chunk.tool_calls or ():
         if with_tools:
-            args = json.loads(call.function.arguments or "{}")
+            args = arguments_object(call.function.arguments)
             blocks.append({"type": "tool_use", "id": call.id, "name": call.function.name, "input": args})
         else:
             blocks.append(_text(f"[called tool {call.function.name} with {call.function.arguments}]"))

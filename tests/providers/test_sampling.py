@@ -45,6 +45,22 @@ def test_params_without_tools_spell_tool_traffic_out_as_text() -> None:
     assert '[called tool lookup with {"q": "tides"}]' in texts and "[result of tool lookup]\n06:12" in texts
 
 
+def test_a_history_call_with_malformed_arguments_is_still_sent_with_tools() -> None:
+    # The agent keeps such a call in the session (answered by an invalid_arguments result); the
+    # next sampling request must still be built, as the anthropic provider builds it.
+    bad = ToolCall(id="call_2", function=ToolCallFunction(name="lookup", arguments='{"q": "tid'))
+    listed = ToolCall(id="call_3", function=ToolCallFunction(name="lookup", arguments="[1]"))
+    request = ModelRequest(
+        [Chunk(kind="user", content="Tides?"), Chunk(kind="assistant", content="", tool_calls=(bad, listed))]
+    )
+    model = mcp_types.CreateMessageRequestParams.model_validate(sampling_params(request, with_tools=True))
+    uses = model.messages[1].content_as_list
+    assert [u.input for u in uses if isinstance(u, mcp_types.ToolUseContent)] == [
+        {"_unparsed": '{"q": "tid'},
+        {"_value": [1]},
+    ]
+
+
 def test_results_are_read_back_single_block_or_list() -> None:
     plain = mcp_types.CreateMessageResult(
         role="assistant",
