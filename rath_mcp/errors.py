@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -24,6 +24,7 @@ from runtime.errors import NotFoundError, RathError, RunFailure, StoreError, Usa
 
 P = ParamSpec("P")
 R = TypeVar("R")
+AsyncFn = Callable[P, Awaitable[R]]
 
 
 def describe(exc: RathError) -> str:
@@ -70,37 +71,26 @@ def protocol_errors() -> Iterator[None]:
         raise MCPError(INTERNAL_ERROR, describe(exc)) from exc
 
 
-def translate_prompt(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Decorator form of :func:`protocol_errors`."""
+def _translating(errors: Callable[[], AbstractContextManager[None]]) -> Callable[[AsyncFn[P, R]], AsyncFn[P, R]]:
+    """A decorator running an async handler inside ``errors()`` (keeps the signature the SDK reads for schemas)."""
 
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with protocol_errors():
-            return await fn(*args, **kwargs)
+    def decorate(fn: AsyncFn[P, R]) -> AsyncFn[P, R]:
+        @functools.wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            with errors():
+                return await fn(*args, **kwargs)
 
-    return wrapper
+        return wrapper
 
-
-def translate_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Decorator form of :func:`tool_errors` (keeps the signature the SDK reads for schemas)."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with tool_errors():
-            return await fn(*args, **kwargs)
-
-    return wrapper
+    return decorate
 
 
-def translate_resource(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Decorator form of :func:`resource_errors`."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with resource_errors():
-            return await fn(*args, **kwargs)
-
-    return wrapper
+translate_prompt = _translating(protocol_errors)
+"""Decorator form of :func:`protocol_errors`."""
+translate_tool = _translating(tool_errors)
+"""Decorator form of :func:`tool_errors`."""
+translate_resource = _translating(resource_errors)
+"""Decorator form of :func:`resource_errors`."""
 
 
 _VALIDATION_HEAD = re.compile(r"^Error executing tool (?P<tool>[\w.-]+): \d+ validation errors? for \S+$")
