@@ -73,11 +73,12 @@ class SessionStore(Protocol):
     async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]: ...
 
 
-_SELECT_INFO = (
-    "SELECT s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
+_INFO_COLUMNS = (
+    "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
     " (SELECT json_group_array(parent_id) FROM (SELECT parent_id FROM session_parents p"
-    "  WHERE p.child_id = s.id ORDER BY ord)) AS parents FROM sessions s"
+    "  WHERE p.child_id = s.id ORDER BY ord)) AS parents"
 )
+_SELECT_INFO = f"SELECT {_INFO_COLUMNS} FROM sessions s"
 
 
 def _info(row: sqlite3.Row) -> SessionInfo:
@@ -242,7 +243,7 @@ class SQLiteSessionStore:
     # -- reads ----------------------------------------------------------------------------
     def _row(self, conn: sqlite3.Connection, session_id: str, columns: str) -> sqlite3.Row:
         row: sqlite3.Row | None = conn.execute(
-            f"SELECT {columns} FROM sessions WHERE id = ? AND tenant = ? AND project = ? AND stub = 0",
+            f"SELECT {columns} FROM sessions s WHERE s.id = ? AND s.tenant = ? AND s.project = ? AND s.stub = 0",
             (session_id, self.tenant, self.project),
         ).fetchone()
         if row is None:
@@ -253,8 +254,7 @@ class SQLiteSessionStore:
         return row
 
     def _info_in(self, conn: sqlite3.Connection, session_id: str) -> SessionInfo:
-        self._row(conn, session_id, "id")
-        return _info(conn.execute(_SELECT_INFO + " WHERE s.id = ?", (session_id,)).fetchone())
+        return _info(self._row(conn, session_id, _INFO_COLUMNS))
 
     async def info(self, session_id: str) -> SessionInfo:
         return await self.db.read(lambda conn: self._info_in(conn, session_id))
