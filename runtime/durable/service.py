@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
@@ -68,9 +68,13 @@ class RunService:
         for worker in self.workers:
             worker.wake()
 
-    def _signal(self, run_id: str) -> anyio.Event:
-        """The event the next local change to this run sets (take it *before* reading the run)."""
-        return self._waiters.setdefault(run_id, anyio.Event())
+    async def _read(self, run_id: str) -> tuple[anyio.Event, Run]:
+        """The run, and the event the next local change to it sets (taken *before* reading, so no change is missed)."""
+        signal = self._waiters.setdefault(run_id, anyio.Event())
+        run = await self.get(run_id)
+        if run.status in TERMINAL:
+            self._waiters.pop(run_id, None)  # nothing will signal it any more
+        return signal, run
 
     async def _changed(self, event: anyio.Event, timeout: float) -> None:
         """Return when ``event`` is set by a local change, or after ``timeout`` (to notice other processes)."""
@@ -138,14 +142,15 @@ class RunService:
 
     async def wait(self, run_id: str, timeout_s: float) -> Run:
         """Return when the run is terminal, waiting on a human, needs review, or ``timeout_s`` passed."""
+        return await self._until(run_id, lambda run: run.status in SETTLED, timeout_s)
+
+    async def _until(self, run_id: str, done: Callable[[Run], bool], timeout_s: float) -> Run:
+        """Re-read the run on every local change (and every ``POLL_S``) until ``done(run)`` or ``timeout_s``."""
         deadline = anyio.current_time() + max(0.0, timeout_s)
         while True:
-            signal = self._signal(run_id)
-            run = await self.get(run_id)
+            signal, run = await self._read(run_id)
             left = deadline - anyio.current_time()
-            if run.status in TERMINAL:
-                self._waiters.pop(run_id, None)  # nothing will signal it any more
-            if run.status in SETTLED or left <= 0:
+            if done(run) or left <= 0:
                 return run
             await self._changed(signal, min(POLL_S, left))
 
@@ -252,13 +257,7 @@ class RunService:
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
         self.notify(run_id)
-        deadline = anyio.current_time() + CANCEL_GRACE_S
-        while True:
-            signal = self._signal(run_id)
-            run = await self.get(run_id)
-            if run.status != "running" or anyio.current_time() >= deadline:
-                return run
-            await self._changed(signal, min(POLL_S, deadline - anyio.current_time()))
+        return await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
 
     async def resolve_interrupt(
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"
@@ -301,8 +300,7 @@ class RunWatch:
 
     async def __anext__(self) -> Run:
         while not self._done:
-            signal = self.service._signal(self.run_id)
-            run = await self.service.get(self.run_id)
+            signal, run = await self.service._read(self.run_id)
             key = (run.status, run.step, run.last_seq)
             if key != self._last:
                 self._last = key
