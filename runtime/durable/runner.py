@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -86,13 +87,23 @@ class Runner:
         self.input: dict[str, Any] = json.loads(row["input"])
         self.deadline: float | None = row["deadline"]
 
-    async def _commit(self, sets: dict[str, Any], events: list[EventSpec], **kw: Any) -> None:
+    async def _commit(
+        self,
+        sets: dict[str, Any],
+        events: list[EventSpec],
+        *,
+        settle: bool = False,
+        tail: Sequence[EventSpec] = (),
+        checkpoint: tuple[str, str | None, list[str]] | None = None,
+    ) -> None:
+        """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``."""
+
         def write(conn: sqlite3.Connection) -> None:
             todo = list(events)
-            if kw.get("settle"):
+            if settle:
                 settle_in_flight(conn, self.run_id, todo)
-            todo += kw.get("tail", [])
-            guarded_update(conn, self.run_id, self.lease.token, sets, todo, checkpoint=kw.get("checkpoint"))
+            todo += tail
+            guarded_update(conn, self.run_id, self.lease.token, sets, todo, checkpoint=checkpoint)
 
         with anyio.CancelScope(shield=True):
             await self.rt.db.write(write)
