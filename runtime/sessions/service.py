@@ -342,8 +342,7 @@ class SessionService:
     # -- JSONL -------------------------------------------------------------------------------
     async def export_jsonl(self, session_id: str) -> str:
         """The session as JSONL: a header line, one line per chunk, then its ancestry (lineage only)."""
-        info = await self.store.info(session_id)
-        stored = await self.store.chunks(session_id)
+        info, stored = await self.store.snapshot(session_id)
         graph = await self.lineage(session_id, 1000, down=False, max_nodes=100_000)
         parents: dict[str, list[str]] = {}
         for edge in graph.edges:
@@ -358,22 +357,20 @@ class SessionService:
         """
         doc = jsonl.parse(text)
         header = doc.header
-        if await self.store.exists([header.id]):
-            try:
-                current: SessionInfo | None = await self.store.info(header.id)
-            except NotFoundError:
-                current = None  # known here only as an ancestor of an earlier import: fill it in
-            if current is not None:
-                same = await self.store.chunks(header.id)
-                scope = {"tenant", "project"}
-                if [sc.chunk for sc in same] == [c.chunk for c in doc.chunks] and current.model_dump(
-                    exclude=scope
-                ) == header.model_dump(exclude=scope):
-                    return current
-                raise ConflictError(
-                    f"session {header.id} already exists here with different content; "
-                    "import into another home, or export the existing one to compare"
-                )
+        try:
+            current, same = await self.store.snapshot(header.id)
+        except NotFoundError:
+            pass  # new here, or known only as an ancestor of an earlier import (a stub): fill it in
+        else:
+            scope = {"tenant", "project"}
+            if [sc.chunk for sc in same] == [c.chunk for c in doc.chunks] and current.model_dump(
+                exclude=scope
+            ) == header.model_dump(exclude=scope):
+                return current
+            raise ConflictError(
+                f"session {header.id} already exists here with different content; "
+                "import into another home, or export the existing one to compare"
+            )
         known = await self.store.ancestry(list(header.parents)) if header.parents else {}
         new = NewSession(
             own_usage=header.usage.minus(total_usage(known.values())),
