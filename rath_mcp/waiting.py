@@ -69,6 +69,7 @@ def client_can_sample(ctx: Context) -> bool:
 
 
 def client_samples_tools(ctx: Context) -> bool:
+    """Whether the calling client declared sampling with tools."""
     caps = ctx.client_capabilities
     return caps is not None and caps.sampling is not None and caps.sampling.tools is not None
 
@@ -113,8 +114,7 @@ class RunWaiter:
     ) -> None:
         self.rt = rt
         self.heartbeat_s = heartbeat_s
-        self.client_sampling = sampling
-        self.sampling: SamplingQueue | None = sampling.queue if sampling is not None else None
+        self.sampling = sampling
 
     async def settle(self, ctx: Context, run_id: str, budget_s: float, progress: _Progress | None = None) -> Run:
         """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out.
@@ -148,16 +148,19 @@ class RunWaiter:
 
         While this call waits, the run's model calls on the ``sampling`` provider go to this client.
         """
-        if self.client_sampling is None or is_modern(ctx) or not client_can_sample(ctx):
-            return await self._wait(ctx, run_id, budget_s)
-        with self.client_sampling.watching(ctx.session, ctx.request_id, run_id, tools=client_samples_tools(ctx)):
-            return await self._wait(ctx, run_id, budget_s)
+        if self.sampling is None or not client_can_sample(ctx):
+            return await self._wait(ctx, run_id, budget_s, None)
+        if is_modern(ctx):  # model calls are handed out in the InputRequiredResult
+            return await self._wait(ctx, run_id, budget_s, self.sampling.queue)
+        with self.sampling.watching(ctx.session, ctx.request_id, run_id, tools=client_samples_tools(ctx)):
+            return await self._wait(ctx, run_id, budget_s, None)
 
-    async def _wait(self, ctx: Context, run_id: str, budget_s: float) -> Run | InputRequiredResult:
+    async def _wait(
+        self, ctx: Context, run_id: str, budget_s: float, queue: SamplingQueue | None
+    ) -> Run | InputRequiredResult:
         deadline = anyio.current_time() + budget_s
         progress = _Progress(ctx, budget_s)
         asked = set(await self.apply_answers(ctx, run_id))
-        queue = self.sampling if self.sampling is not None and is_modern(ctx) and client_can_sample(ctx) else None
         while True:
             left = deadline - anyio.current_time()
             if queue is None:
@@ -247,12 +250,13 @@ class RunWaiter:
             return []
         responses = ctx.input_responses or {}
         if self.sampling is not None:
+            queue = self.sampling.queue
             handed = [str(k) for k in state.get("sampling", [])]
             for key in handed:
                 response = responses.get(key)
                 if isinstance(response, CreateMessageResult | CreateMessageResultWithTools):
-                    self.sampling.answer(key, response)
-            self.sampling.release([k for k in handed if k not in responses])
+                    queue.answer(key, response)
+            queue.release([k for k in handed if k not in responses])
         pending = {i.id: i for i in (await self.rt.runs.get(run_id)).pending_interrupts}
         for key, response in responses.items():
             if key in pending and isinstance(response, ElicitResult):
