@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -226,6 +226,7 @@ class MCPToolServer:
             done.set()
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
+        """Handle one message; never raises, as the reader failing would cancel whoever opened the connection."""
         if "method" in message:
             if "id" in message:  # a request from the server (ping, roots, sampling): we offer none but ping
                 reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
@@ -233,9 +234,11 @@ class MCPToolServer:
                     reply["result"] = {}
                 else:
                     reply["error"] = {"code": -32601, "message": f"{message['method']} is not supported by this client"}
-                await self._send(reply)
+                with suppress(MCPServerError):  # it stopped reading: our own requests fail on their send
+                    await self._send(reply)
             return  # notifications (logging, progress, list changes) need no answer
-        waiter = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
+        request_id = message.get("id")
+        waiter = self._waiting.get(request_id) if type(request_id) is int else None  # our ids are ints
         if waiter is not None:
             waiter[1].append(message)
             waiter[0].set()

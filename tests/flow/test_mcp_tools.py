@@ -97,6 +97,38 @@ async def test_a_crashed_server_gives_clear_errors_not_hangs() -> None:
             await server.call("add", {"a": 1, "b": 2})
 
 
+# A hand-written server that misbehaves before answering a tools/call: {misbehave} is run first.
+RAW_SERVER = """
+import json, os, sys
+def send(message):
+    print(json.dumps(message), flush=True)
+for line in sys.stdin:
+    request = json.loads(line)
+    if request.get("method") == "initialize":
+        send({{"jsonrpc": "2.0", "id": request["id"], "result": {{"serverInfo": {{"name": "raw"}}}}}})
+    elif request.get("method") == "tools/call":
+        {misbehave}
+        send({{"jsonrpc": "2.0", "id": request["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}})
+        break
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "misbehave",
+    [
+        'send({"jsonrpc": "2.0", "id": [request["id"]], "result": {}})',  # an answer with an id nobody sent
+        'os.close(0); send({"jsonrpc": "2.0", "id": "p1", "method": "ping"})',  # a request it cannot read the reply to
+    ],
+)
+async def test_a_misbehaving_server_does_not_cancel_the_caller(misbehave: str) -> None:
+    raw = MCPServerSpec(name="raw", command=sys.executable, args=("-c", RAW_SERVER.format(misbehave=misbehave)))
+    async with MCPToolServer(raw) as server:
+        with anyio.fail_after(10):
+            assert await server.call("x", {}) == "ok"
+            await anyio.sleep(0.1)  # the caller is not cancelled by the connection's reader afterwards
+
+
 @pytest.mark.anyio
 async def test_our_secrets_are_not_passed_to_tool_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
