@@ -112,9 +112,6 @@ class InMemorySessionStore:
     async def info(self, session_id: str) -> SessionInfo:
         return self._get(session_id).info
 
-    async def exists(self, session_ids: list[str]) -> set[str]:
-        return {i for i in session_ids if self._mine(i) is not None}
-
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
         chunks = self._get(session_id).chunks
         return list(chunks[offset : None if limit is None else offset + limit])

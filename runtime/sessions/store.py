@@ -60,7 +60,6 @@ class SessionStore(Protocol):
 
     async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]: ...
     async def info(self, session_id: str) -> SessionInfo: ...
-    async def exists(self, session_ids: list[str]) -> set[str]: ...
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
     async def snapshot(
         self, session_id: str, offset: int = 0, limit: int | None = None
@@ -266,17 +265,6 @@ class SQLiteSessionStore:
         return await self.db.read(
             lambda conn: (self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit))
         )
-
-    async def exists(self, session_ids: list[str]) -> set[str]:
-        def read(conn: sqlite3.Connection) -> set[str]:
-            marks = ",".join("?" * len(session_ids))
-            rows = conn.execute(
-                f"SELECT id FROM sessions WHERE id IN ({marks}) AND tenant = ? AND project = ?",
-                (*session_ids, self.tenant, self.project),
-            )
-            return {r[0] for r in rows}
-
-        return await self.db.read(read)
 
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
         return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
