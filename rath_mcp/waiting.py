@@ -265,6 +265,12 @@ class RunWaiter:
                     await self._decide(ctx, key, answer)
         return [str(i) for i in state.get("asked", [])]
 
+    @classmethod
+    def resumed_run_id(cls, ctx: Context) -> str | None:
+        """The run a 2026-07-28 retry carrying answers is about (it exists already); None on a first call."""
+        state = cls.resumed_state(ctx)
+        return str(state["run_id"]) if state is not None else None
+
     @staticmethod
     def resumed_state(ctx: Context) -> dict[str, Any] | None:
         """The state this server put in an ``InputRequiredResult`` (sealed by the SDK), if this is a retry."""

@@ -136,10 +136,8 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:
         """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
-        resumed = waiter.resumed_state(ctx)
-        if resumed is not None:  # a 2026-07-28 retry carrying answers: the run exists already
-            run_id = str(resumed["run_id"])
-        else:
+        run_id = waiter.resumed_run_id(ctx)
+        if run_id is None:
             source = await _input_session(rt, session_id, message)
             started = await rt.runs.start(
                 workflow, session_id=source, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
@@ -231,10 +229,8 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         task: str, ctx: Context, workflow: str = "agent", wait_s: WaitS = 25
     ) -> Delegation | InputRequiredResult:
         """Hand a task to a workflow in one call: returns the final answer, or a run handle if it takes longer."""
-        resumed = waiter.resumed_state(ctx)
-        if resumed is not None:
-            run_id = str(resumed["run_id"])
-        else:
+        run_id = waiter.resumed_run_id(ctx)
+        if run_id is None:
             if not task.strip():
                 raise InvalidInputError("task is empty: say what should be done")
             source = await _input_session(rt, None, task)
