@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from runtime.sandbox.base import (
@@ -37,8 +38,15 @@ class LocalFiles:
         self.workspace = workspace
         self.max_file_bytes = max_file_bytes
 
-    def _root_fd(self) -> int:
-        return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    @contextlib.contextmanager
+    def _dir(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+        """An fd of the directory ``parts`` (``()``: the root), reached by a no-follow walk from the root."""
+        root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            with open_dir_beneath(root_fd, parts, create=create) as dir_fd:
+                yield dir_fd
+        finally:
+            os.close(root_fd)
 
     def _missing(self, path: str) -> SandboxFileNotFoundError:
         return SandboxFileNotFoundError(
@@ -47,16 +55,11 @@ class LocalFiles:
 
     def _lstat(self, parts: tuple[str, ...]) -> os.stat_result | None:
         """lstat of the resolved path, or None if it (or a parent) does not exist."""
-        root_fd = self._root_fd()
         try:
-            if not parts:
-                return os.stat(root_fd)
-            with open_dir_beneath(root_fd, parts[:-1]) as dir_fd:
-                return os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+            with self._dir(parts[:-1]) as dir_fd:
+                return os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False) if parts else os.stat(dir_fd)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        finally:
-            os.close(root_fd)
 
     def exists(self, path: str) -> bool:
         return self._lstat(resolve_inside(self.root, path)) is not None
@@ -75,16 +78,13 @@ class LocalFiles:
         parts = resolve_inside(self.root, path)
         if not parts:
             raise NotAFileError("'.' is the workspace directory; read a file in it (see list_dir('.'))")
-        root_fd = self._root_fd()
         try:
-            with open_dir_beneath(root_fd, parts[:-1]) as dir_fd:
+            with self._dir(parts[:-1]) as dir_fd:
                 fd = os.open(parts[-1], _FILE_READ, dir_fd=dir_fd)
         except (FileNotFoundError, NotADirectoryError):
             raise self._missing(path) from None
         except OSError as exc:
             raise refused(parts, exc) from exc
-        finally:
-            os.close(root_fd)
         try:
             st = os.fstat(fd)
             mode = st.st_mode
@@ -107,14 +107,11 @@ class LocalFiles:
         parts = resolve_inside(self.root, path)
         if not parts:
             raise NotAFileError("'.' is the workspace directory; write to a file in it, e.g. 'notes.txt'")
-        root_fd = self._root_fd()
         try:
-            with open_dir_beneath(root_fd, parts[:-1], create=True) as dir_fd:
+            with self._dir(parts[:-1], create=True) as dir_fd:
                 self._replace(dir_fd, parts, payload)
         except NotADirectoryError:
             raise SandboxError(f"a parent of {path!r} is a file, not a directory; choose another path") from None
-        finally:
-            os.close(root_fd)
 
     def _replace(self, dir_fd: int, parts: tuple[str, ...], payload: bytes) -> None:
         name = parts[-1]
@@ -134,9 +131,8 @@ class LocalFiles:
 
     def list(self, path: str = ".") -> list[FileEntry]:
         parts = resolve_inside(self.root, path)
-        root_fd = self._root_fd()
         try:
-            with open_dir_beneath(root_fd, parts) as dir_fd:
+            with self._dir(parts) as dir_fd:
                 entries = []
                 for name in os.listdir(dir_fd):
                     try:
@@ -149,6 +145,4 @@ class LocalFiles:
             raise self._missing(path) from None
         except NotADirectoryError:
             raise NotAFileError(f"{path!r} is a file, not a directory; use read_file({path!r})") from None
-        finally:
-            os.close(root_fd)
         return sorted(entries, key=lambda e: e.name)
