@@ -164,13 +164,13 @@ class MCPToolServer:
         params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
         try:
             result = await self._request("initialize", params, self.spec.start_timeout_s)
+            await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         except MCPServerError as exc:
             raise InvalidInputError(
                 f"MCP server {self.spec.name!r} did not complete the MCP handshake: {exc}; "
                 "check that the command starts an MCP server on stdio"
             ) from None
         self.server_info = dict(result.get("serverInfo") or {})
-        await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     # -- JSON-RPC ---------------------------------------------------------------------------------
     async def _send(self, message: dict[str, Any]) -> None:

@@ -86,6 +86,14 @@ async def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> No
     with pytest.raises(InvalidInputError, match="'quits' did not complete the MCP handshake"):
         async with MCPToolServer(quits):
             pass
+    # It answers initialize but has stopped reading, so the initialized notification cannot be sent.
+    deaf = "import json, os, sys; i = json.loads(sys.stdin.readline())['id']; os.close(0); " + (
+        "print(json.dumps({'jsonrpc': '2.0', 'id': i, 'result': {}}), flush=True)"
+    )
+    half = MCPServerSpec(name="half", command=sys.executable, args=("-c", deaf))
+    with pytest.raises(InvalidInputError, match="'half' did not complete the MCP handshake"):
+        async with MCPToolServer(half):
+            pass
 
 
 @pytest.mark.anyio
