@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import EventSpec, Scope, expire_interrupts, plain_update
+from runtime.durable.store import EventSpec, Scope, end_unheld, plain_update
 from runtime.ids import now
 
 MAX_LOST_LEASES = 3
@@ -80,16 +80,14 @@ def settle_in_flight(conn: sqlite3.Connection, run_id: str, events: list[EventSp
 
 def _expired_interrupts(conn: sqlite3.Connection, scope: Scope) -> list[str]:
     rows = conn.execute(
-        "SELECT DISTINCT run_id FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND tenant = ? "
-        "AND project = ?",
+        "SELECT run_id, MIN(id) FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND tenant = ? "
+        "AND project = ? GROUP BY run_id",
         (now(), scope.tenant, scope.project),
     ).fetchall()
-    for row in rows:
-        run_id = row[0]
-        ids = expire_interrupts(conn, run_id)
-        events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": i}) for i in ids]
-        events.append(("run.state.changed", {"status": "timed_out", "reason": "interrupt expired"}))
-        plain_update(conn, run_id, {"status": "timed_out", "error": f"interrupt {ids[0]} expired undecided"}, events)
+    for run_id, interrupt_id in rows:
+        end_unheld(
+            conn, run_id, "timed_out", "interrupt expired", {"error": f"interrupt {interrupt_id} expired undecided"}
+        )
     return [r[0] for r in rows]
 
 
@@ -100,8 +98,5 @@ def _past_deadline(conn: sqlite3.Connection, scope: Scope) -> list[str]:
         (now(), scope.tenant, scope.project),
     ).fetchall()
     for row in rows:
-        ids = expire_interrupts(conn, row[0])
-        events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": i}) for i in ids]
-        events.append(("run.state.changed", {"status": "timed_out", "reason": "deadline passed"}))
-        plain_update(conn, row[0], {"status": "timed_out", "error": "the run's deadline passed"}, events)
+        end_unheld(conn, row[0], "timed_out", "deadline passed", {"error": "the run's deadline passed"})
     return [r[0] for r in rows]

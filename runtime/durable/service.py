@@ -17,7 +17,7 @@ import anyio
 
 from runtime.durable import decisions
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
-from runtime.durable.store import Scope, dumps, expire_interrupts, insert_run, plain_update, run_row
+from runtime.durable.store import Scope, dumps, end_unheld, insert_run, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError
 from runtime.ids import now
 
@@ -247,11 +247,8 @@ class RunService:
                 events = [("run.cancel_requested", {"reason": reason})]
                 plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
                 return
-            ids = expire_interrupts(conn, run_id)
-            events = [("interrupt.expired", {"interrupt_id": i}) for i in ids]
-            events.append(("run.state.changed", {"status": "cancelled", "reason": reason}))
-            sets = {"status": "cancelled", "error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
-            plain_update(conn, run_id, sets, events)
+            sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
+            end_unheld(conn, run_id, "cancelled", reason, sets)
 
         await self.db.write(write)
         for worker in self.workers:

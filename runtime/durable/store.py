@@ -181,9 +181,11 @@ def has_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str]) 
     return None if row[0] is None else float(row[0])
 
 
-def expire_interrupts(conn: sqlite3.Connection, run_id: str) -> list[str]:
-    ids = [
-        r[0] for r in conn.execute("SELECT id FROM run_interrupts WHERE run_id = ? AND status = 'pending'", (run_id,))
-    ]
-    conn.execute("UPDATE run_interrupts SET status = 'expired' WHERE run_id = ? AND status = 'pending'", (run_id,))
-    return ids
+def end_unheld(conn: sqlite3.Connection, run_id: str, status: str, reason: str | None, sets: dict[str, Any]) -> None:
+    """End a run no worker holds (queued, waiting or needing review): expire its pending interrupts, set ``status``."""
+    expired = conn.execute(
+        "UPDATE run_interrupts SET status = 'expired' WHERE run_id = ? AND status = 'pending' RETURNING id", (run_id,)
+    ).fetchall()
+    events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": r[0]}) for r in expired]
+    events.append(("run.state.changed", {"status": status, "reason": reason}))
+    plain_update(conn, run_id, {"status": status, **sets}, events)

@@ -52,6 +52,7 @@ async def test_an_expired_interrupt_ends_the_run_timed_out(drt: Runtime, log: st
         return (await drt.runs.get(run.id)).status == "timed_out"
 
     await eventually(timed_out)
+    assert (await drt.runs.get(run.id)).error == f"interrupt {run.pending_interrupts[0].id} expired undecided"
     events = [e.type for e in await drt.runs.events(run.id)]
     assert "interrupt.expired" in events
     assert await drt.runs.interrupts(run.id) == []
