@@ -44,6 +44,12 @@ def _check_source(source: str | None) -> str | None:
     return source
 
 
+def _check_memory_id(memory_id: str) -> str:
+    if not isinstance(memory_id, str) or not is_id(memory_id, "mem"):
+        raise InvalidInputError(f"{memory_id!r} is not a memory id; ids look like 'mem_' and 24 hex digits")
+    return memory_id
+
+
 class MemoryService:
     """Persistent memory of one tenant/project, shared by every agent and process on the same store."""
 
@@ -104,9 +110,7 @@ class MemoryService:
 
     async def get(self, memory_id: str) -> MemoryItem:
         """The item with this id (in this tenant/project)."""
-        if not isinstance(memory_id, str) or not is_id(memory_id, "mem"):
-            raise InvalidInputError(f"{memory_id!r} is not a memory id; ids look like 'mem_' and 24 hex digits")
-        item = await self.store.get(memory_id)
+        item = await self.store.get(_check_memory_id(memory_id))
         if item is None:
             raise NotFoundError(f"no memory item {memory_id} here; recall or list to find existing ids")
         return item
@@ -139,8 +143,8 @@ class MemoryService:
         """
         if sum(x is not None for x in (memory_id, uri, prefix)) != 1:
             raise InvalidInputError("forget needs exactly one of memory_id, uri or prefix")
-        if memory_id is not None and not is_id(memory_id, "mem"):
-            raise InvalidInputError(f"{memory_id!r} is not a memory id; ids look like 'mem_' and 24 hex digits")
+        if memory_id is not None:
+            _check_memory_id(memory_id)
         if uri is not None:
             parse_uri(uri)
         if prefix is not None and len(check_prefix(prefix)) <= len(PREFIX):
