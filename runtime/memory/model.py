@@ -119,9 +119,7 @@ def check_prefix(prefix: str) -> str:
     rest = prefix[len(PREFIX) :]
     if rest:
         scope, sep, _ = rest.partition("/")
-        if sep and scope not in SCOPES:
-            check_scope(scope)
-        if not sep and not any(s.startswith(scope) for s in SCOPES):
+        if sep or not any(s.startswith(scope) for s in SCOPES):  # a whole scope, or a start of none
             check_scope(scope)
     return prefix
 
