@@ -21,6 +21,7 @@ from runtime.flow.agent import Agent, AgentResult, MemoryOptions
 from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs
 from runtime.flow.tools import FlowToolCall, sandbox_tools
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
+from runtime.providers.config import PROVIDER_NAMES
 from runtime.sessions.model import Session
 
 DEFAULT_SYSTEM = (
@@ -33,7 +34,7 @@ INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "message": {"type": "string", "description": "the task (appended to the session when one is given)"},
         "system": {"type": "string", "description": "system prompt (default: a general sandbox assistant)"},
-        "provider": {"type": "string", "enum": ["openai", "anthropic", "scripted", "sampling"]},
+        "provider": {"type": "string", "enum": list(PROVIDER_NAMES)},
         "max_rounds": {"type": "integer", "minimum": 1, "maximum": 50},
         "token_budget": {"type": "integer", "minimum": 1},
         "memory": {"type": "boolean", "description": "recall memory before the turn (default true)"},

@@ -20,6 +20,7 @@ from typing import Any
 from runtime.flow.agent import Agent, MemoryOptions
 from runtime.flow.selector import Choice, Selector
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, router, step
+from runtime.providers.config import PROVIDER_NAMES
 from runtime.workflows.agent import journaled_input_session, result_state, workspace_tools
 
 MEMBERS: dict[str, tuple[str, str]] = {
@@ -49,7 +50,7 @@ INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "message": {"type": "string", "description": "the task (appended to the session when one is given)"},
-        "provider": {"type": "string", "enum": ["openai", "anthropic", "scripted", "sampling"]},
+        "provider": {"type": "string", "enum": list(PROVIDER_NAMES)},
         "max_turns": {"type": "integer", "minimum": 1, "maximum": 20},
         "max_rounds": {"type": "integer", "minimum": 1, "maximum": 50},
         "token_budget": {"type": "integer", "minimum": 1, "description": "per member turn"},
