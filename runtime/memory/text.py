@@ -18,6 +18,7 @@ re-tokenizing it yields exactly them.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -124,7 +125,11 @@ def snippet(content: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> s
     start = 0
     best = 0
     for i, (pos, _) in enumerate(hits):
-        covered = {t for p, t in hits[i:] if p < pos + width - 20}
+        covered = set()
+        for p, t in itertools.islice(hits, i, None):
+            if p >= pos + width - 20:
+                break  # hits are sorted: none further on is in this window
+            covered.add(t)
         if len(covered) > best:
             best, start = len(covered), pos
     if start:
