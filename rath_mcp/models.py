@@ -76,8 +76,3 @@ class LineageResult(BaseModel):
 class ExportResult(BaseModel):
     session_id: str
     jsonl: str
-
-
-def session_summary(info: SessionInfo) -> SessionSummary:
-    """Shorthand used by the tools."""
-    return SessionSummary.of(info)

@@ -21,7 +21,6 @@ from rath_mcp.models import (
     SessionList,
     SessionPage,
     SessionSummary,
-    session_summary,
 )
 from runtime import Runtime
 from runtime.sessions import Placement
@@ -58,13 +57,13 @@ def register(server: MCPServer, rt: Runtime) -> None:
         if message is not None:
             chunks.append({"kind": role, "content": message})
         info = await rt.sessions.create(chunks, placement=await placement_for(rt, workspace), metadata=metadata)
-        return session_summary(info)
+        return SessionSummary.of(info)
 
     @server.tool(annotations=WRITES)
     @translate_tool
     async def session_append(session_id: SessionId, content: str, role: Role = "user") -> SessionSummary:
         """Append a message; returns the id of the new snapshot (the old one is unchanged)."""
-        return session_summary(await rt.sessions.append(session_id, [{"kind": role, "content": content}]))
+        return SessionSummary.of(await rt.sessions.append(session_id, [{"kind": role, "content": content}]))
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
@@ -75,7 +74,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         info, chunks = await rt.sessions.window(session_id, offset, limit)
         end = offset + len(chunks)
         return SessionPage(
-            **session_summary(info).model_dump(),
+            **SessionSummary.of(info).model_dump(),
             chunks=[c.public() for c in chunks],
             offset=offset,
             next_offset=end if end < info.length else None,
@@ -86,7 +85,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
     async def session_list(cursor: str | None = None, limit: Limit = 50) -> SessionList:
         """Sessions, newest first, one page at a time."""
         page, next_cursor = await rt.sessions.page(cursor, limit)
-        return SessionList(sessions=[session_summary(i) for i in page], next_cursor=next_cursor)
+        return SessionList(sessions=[SessionSummary.of(i) for i in page], next_cursor=next_cursor)
 
     @server.tool(annotations=WRITES)
     @translate_tool
@@ -110,13 +109,13 @@ def register(server: MCPServer, rt: Runtime) -> None:
         strategy: Literal["append", "concat"] = "append",
     ) -> SessionSummary:
         """Merge branches: their shared history once, then each branch's own chunks in argument order."""
-        return session_summary(await rt.sessions.merge(session_ids, strategy))
+        return SessionSummary.of(await rt.sessions.merge(session_ids, strategy))
 
     @server.tool(annotations=WRITES)
     @translate_tool
     async def session_detach(session_id: SessionId) -> SessionSummary:
         """A new root session with the same chunks and placement, but no parents."""
-        return session_summary(await rt.sessions.detach(session_id))
+        return SessionSummary.of(await rt.sessions.detach(session_id))
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
@@ -138,4 +137,4 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @translate_tool
     async def session_import(jsonl: Annotated[str, Field(description="text made by session_export")]) -> SessionSummary:
         """Restore an exported session under its own id, with its lineage (importing twice is a no-op)."""
-        return session_summary(await rt.sessions.import_jsonl(jsonl))
+        return SessionSummary.of(await rt.sessions.import_jsonl(jsonl))
