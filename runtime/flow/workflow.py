@@ -109,6 +109,21 @@ def _retry_policy(retry: int | RetryPolicy | None) -> RetryPolicy:
     return RetryPolicy(max_attempts=retry + 1)
 
 
+def _names(successors: Sequence[str]) -> tuple[str, ...]:
+    """Successor names as a tuple (a single name may be given as a plain string)."""
+    return (successors,) if isinstance(successors, str) else tuple(successors)
+
+
+def _mark(fn: F | None, spec: StepSpec) -> Any:
+    """Record ``spec`` on ``fn`` (bare decorator use), or return the decorator that will."""
+
+    def mark(f: F) -> F:
+        setattr(f, STEP_ATTR, spec)
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
 @overload
 def step(fn: F) -> F: ...
 @overload
@@ -143,24 +158,17 @@ def step(
     step is stopped (preemptively for sync steps) and counts as failed. ``checkpoint=False``
     skips the checkpoint row after this step (state is still committed).
     """
-    if isinstance(successors, str):
-        successors = [successors]
     spec = StepSpec(
         kind="step",
         entry=entry,
-        successors=tuple(successors),
+        successors=_names(successors),
         retry=_retry_policy(retry),
         effects=EffectClass(effects),
         idempotency_key=idempotency_key,
         timeout_s=timeout_s,
         checkpoint=checkpoint,
     )
-
-    def mark(f: F) -> F:
-        setattr(f, STEP_ATTR, spec)
-        return f
-
-    return mark(fn) if fn is not None else mark
+    return _mark(fn, spec)
 
 
 @overload
@@ -183,23 +191,16 @@ def router(
     timeout_s: float | None = None,
 ) -> Any:
     """Mark a method ``(self, state: dict, ctx) -> str`` that returns the name of the next step."""
-    if isinstance(successors, str):
-        successors = [successors]
     spec = StepSpec(
         kind="router",
         entry=entry,
-        successors=tuple(successors),
+        successors=_names(successors),
         retry=_retry_policy(retry),
         effects=EffectClass.READ_ONLY,
         timeout_s=timeout_s,
         checkpoint=False,
     )
-
-    def mark(f: F) -> F:
-        setattr(f, STEP_ATTR, spec)
-        return f
-
-    return mark(fn) if fn is not None else mark
+    return _mark(fn, spec)
 
 
 def _snake(name: str) -> str:
