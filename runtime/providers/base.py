@@ -155,6 +155,11 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def estimate_prompt_tokens(request: ModelRequest) -> int:
+    """``estimate_tokens`` of what a request sends: its chunks and its system prompt."""
+    return sum(estimate_tokens(c.content) for c in request.messages) + estimate_tokens(request.system or "")
+
+
 class TokenBudget:
     """A running total of tokens against a limit, shared by whoever holds it (an agent, a team)."""
 

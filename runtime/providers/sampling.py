@@ -29,6 +29,7 @@ from runtime.providers.base import (
     ProviderError,
     arguments_object,
     block_turns,
+    estimate_prompt_tokens,
     estimate_tokens,
     usage_of,
 )
@@ -95,11 +96,9 @@ def response_from_sampling(result: dict[str, Any], request: ModelRequest) -> Mod
                 )
             )
     text = "".join(texts)
-    prompt = sum(estimate_tokens(c.content) for c in request.messages) + estimate_tokens(request.system or "")
     stop = _STOP.get(str(result.get("stopReason")), "tool_calls" if calls else "stop")
-    return ModelResponse(
-        text, calls, usage_of(prompt, estimate_tokens(text)), stop, str(result.get("model") or "sampling")
-    )
+    usage = usage_of(estimate_prompt_tokens(request), estimate_tokens(text))
+    return ModelResponse(text, calls, usage, stop, str(result.get("model") or "sampling"))
 
 
 class SamplingProvider:

@@ -35,7 +35,9 @@ from runtime.providers.base import (
     ModelRequest,
     ModelResponse,
     ProviderError,
+    estimate_prompt_tokens,
     estimate_tokens,
+    usage_of,
 )
 from runtime.sessions.model import ToolCall, ToolCallFunction, Usage
 
@@ -177,8 +179,7 @@ class ScriptedProvider:
                 await on_delta(piece)
         usage = reply.usage
         if usage is None:
-            prompt = sum(estimate_tokens(c.content) for c in request.messages) + estimate_tokens(request.system or "")
             completion = estimate_tokens(reply.content) + sum(estimate_tokens(a) for _, _, a in reply.tool_calls)
-            usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+            usage = usage_of(estimate_prompt_tokens(request), completion)
         stop = reply.stop_reason or ("tool_calls" if calls else "stop")
         return ModelResponse(reply.content, calls, usage, stop, request.model or "scripted")
