@@ -71,6 +71,7 @@ class SQLiteDatabase:
         self.synchronous = synchronous
         self._writer: sqlite3.Connection | None = None
         self._readers: list[sqlite3.Connection] = []
+        self._closed = False  # set by close(): a reader connection in use then is closed, not pooled
         self._reader_lock = threading.Lock()
         self._read_limiter = anyio.CapacityLimiter(_READERS)
         self._write_limiter = anyio.CapacityLimiter(1)
@@ -92,7 +93,7 @@ class SQLiteDatabase:
         except BaseException:
             writer.close()
             raise
-        self._writer = writer
+        self._writer, self._closed = writer, False
 
     async def close(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -101,6 +102,7 @@ class SQLiteDatabase:
                 if writer is not None:
                     writer.close()
             with self._reader_lock:
+                self._closed = True
                 for conn in self._readers:
                     conn.close()
                 self._readers.clear()
@@ -197,7 +199,11 @@ class SQLiteDatabase:
                 conn.execute("ROLLBACK")
         finally:
             with self._reader_lock:
-                self._readers.append(conn)
+                pooled = not self._closed
+                if pooled:
+                    self._readers.append(conn)
+            if not pooled:  # the database was closed while this read ran
+                conn.close()
 
 
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from runtime import InvalidInputError, NotFoundError, Runtime, Usage
 from runtime.errors import StoreError
 from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import apply_migrations, pending_migrations
+from runtime.store.sqlite import SQLiteDatabase, apply_migrations, pending_migrations
 
 pytestmark = pytest.mark.anyio
 
@@ -148,6 +151,26 @@ async def test_a_write_that_loses_its_transaction_fails_alone_and_the_store_keep
         await rt.db.write(lambda conn: conn.execute("ROLLBACK"))
     s = await rt.sessions.create([user("after")])
     assert (await rt.sessions.get(s.id)).chunks[0].content == "after"
+
+
+async def test_a_reader_connection_in_use_while_the_database_closes_is_closed_not_pooled(home: Path) -> None:
+    db = SQLiteDatabase(home / "db.sqlite")
+    await db.open(ALL_MIGRATIONS)
+    started, release = threading.Event(), threading.Event()
+    used: list[sqlite3.Connection] = []
+
+    def slow(conn: sqlite3.Connection) -> None:
+        used.append(conn)
+        started.set()
+        release.wait(10)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(db.read, slow)
+        await anyio.to_thread.run_sync(started.wait, 10)
+        await db.close()
+        release.set()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        used[0].execute("SELECT 1")
 
 
 async def test_a_home_made_before_0002_upgrades_and_merges_count_usage_once(home: Path) -> None:
