@@ -165,16 +165,25 @@ def _check_graph(cls: type, steps: dict[str, StepPlan]) -> str:
 
 
 def _forward_plan(cls: type[Workflow]) -> dict[str, StepPlan]:
-    fn = cls.__dict__.get("forward") or getattr(cls, "forward", None)
+    fn = getattr(cls, "forward", None)
     if fn is None or not callable(fn):
         raise _fail(
             cls, "it has no steps; decorate methods with @step/@router or define async def forward(self, session, ctx)"
         )
-    plan = StepPlan(
-        FORWARD_STEP, "forward", True, (), EffectClass.NON_IDEMPOTENT, RetryPolicy(), None, None, True, True
-    )
     if not inspect.iscoroutinefunction(fn):
         raise _fail(cls, "forward must be an async def forward(self, session, ctx)")
+    plan = StepPlan(
+        name=FORWARD_STEP,
+        kind="forward",
+        entry=True,
+        successors=(),
+        effects=EffectClass.NON_IDEMPOTENT,
+        retry=RetryPolicy(),
+        idempotency_key=None,
+        timeout_s=None,
+        checkpoint=True,
+        is_async=True,
+    )
     return {FORWARD_STEP: plan}
 
 
