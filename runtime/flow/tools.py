@@ -181,12 +181,11 @@ async def run_tool_calls(
             for lane in lanes.values():
                 tg.start_soon(run_lane, lane)
     except BaseExceptionGroup as group:
-        # A control signal (a tool parked the run on an interrupt) leaves as itself, not wrapped in a
-        # group, so the durable layer recognises it; anything else is re-raised as it came.
+        # A tool's own failure is already a result, so what a lane raises is a control signal (a tool
+        # parked the run on an interrupt) or the journal's refusal (a lost lease, an ambiguous effect).
+        # It leaves as itself, a signal first, not wrapped in a group: the durable layer tells them by type.
         signals, _ = group.split(ControlSignal)
-        if signals is not None:
-            raise _first_leaf(signals) from None
-        raise
+        raise _first_leaf(signals or group) from None
     return [o for o in outcomes if o is not None]
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from runtime.errors import InvalidInputError
+from runtime.errors import InvalidInputError, LeaseLostError, RunFailure
 from runtime.flow.tools import MAX_RESULT_CHARS, FlowToolCall, run_tool_calls, sandbox_tools, tool_map
 from runtime.sandbox.local import LocalSandbox
 from runtime.sessions.model import ToolCall, ToolCallFunction
@@ -81,6 +83,24 @@ async def test_big_results_are_cut_off_with_a_note() -> None:
     assert len(outcome.content) < MAX_RESULT_CHARS + 100 and outcome.content.endswith(
         "[... 10 more characters cut off]"
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "error", [RunFailure("effect 'tool.1' is ambiguous; resolve it first", run_id="run_1"), LeaseLostError("run_1", 3)]
+)
+async def test_a_journal_failure_leaves_as_itself_for_the_durable_layer(error: Exception) -> None:
+    # A tool's own failure is a result; what the journal raises (the ledger's refusals) must keep its
+    # type, not come wrapped in the task group's exception group, so the runner can tell what happened.
+    async def journal(key: str, fn: Callable[[], Awaitable[Any]], effect_class: str, /) -> Any:
+        if key == "tool.1":
+            raise error
+        return await fn()
+
+    tools = tool_map([FlowToolCall("a", "a", OBJ, nothing), FlowToolCall("b", "b", OBJ, nothing)])
+    with pytest.raises(type(error)) as caught:
+        await run_tool_calls(tools, [call("a"), call("b")], journal=journal)
+    assert caught.value is error
 
 
 @pytest.mark.parametrize(
