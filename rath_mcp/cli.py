@@ -92,7 +92,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
     home = resolve_home(args.home)
     async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox) as rt:
-        await shell.load_workflows(rt, args.workflows)
+        shell.load_workflows(rt, args.workflows)
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
     return 0
 
@@ -119,7 +119,7 @@ async def _worker(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise InvalidInputError("--workers must be at least 1 for a worker process")
     async with Runtime.open(home, workers=args.workers, lease_s=args.lease_s) as rt:
-        await shell.load_workflows(rt, args.workflows)
+        shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
         await shell.wait_for_stop_signal()
     note("worker stopped")

@@ -103,7 +103,7 @@ async def _runs(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
-async def load_workflows(rt: Runtime, sources: Sequence[str]) -> None:
+def load_workflows(rt: Runtime, sources: Sequence[str]) -> None:
     """Load ``--workflows`` modules or files into the runtime's registry."""
     for source in sources:
         rt.workflows.load(source)
