@@ -158,9 +158,11 @@ class OpenSandboxBackend:
             if packed.exit_code != 0:
                 raise SandboxError(f"could not pack workspace {src_workspace!r}: {packed.stderr.strip()}")
             data = await src.read_file(archive)
-            await src.run_command(["rm", "-f", archive])
         finally:
-            await src.close()
+            try:  # also when packing or reading failed (a part-written or too-large archive)
+                await src.run_command(["rm", "-f", archive])
+            finally:
+                await src.close()
         dst = await self.open(dst_workspace)
         try:
             await dst.sdk.files.write_file(remote, data, mode=644)

@@ -8,7 +8,7 @@ import socket
 import httpx
 import pytest
 
-from runtime.sandbox import BackendUnavailableError, SandboxFileNotFoundError
+from runtime.sandbox import BackendUnavailableError, FileTooLargeError, SandboxFileNotFoundError
 from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
 from tests.sandbox.conftest import EMULATOR_API_KEY
 
@@ -97,4 +97,20 @@ async def test_a_missing_file_is_an_answer_not_an_error_log(
     finally:
         await sandbox.close()
         await backend.destroy("w")
+        await backend.aclose()
+
+
+async def test_a_failed_clone_leaves_no_archive_in_the_source(opensandbox_domain: str) -> None:
+    backend = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="clone-fail", max_file_bytes=1000)
+    parent = await backend.open("parent")
+    try:
+        await parent.write_file("big.bin", b"x" * 5000)  # its archive is over the 1000-byte read limit
+        with pytest.raises(FileTooLargeError):
+            await backend.clone("parent", "child")
+        listing = await parent.run_command(["ls", "-A"])
+        assert listing.stdout.split() == ["big.bin"]
+    finally:
+        await parent.close()
+        for name in ("parent", "child"):
+            await backend.destroy(name)
         await backend.aclose()
