@@ -212,7 +212,7 @@ class MCPToolServer:
                 line = await stdout.receive_until(b"\n", MAX_MESSAGE_BYTES)
                 try:
                     message = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
                     continue  # a stray non-JSON line (a badly behaved server's log): not a protocol message
                 if isinstance(message, dict):
                     await self._dispatch(message)

@@ -127,6 +127,7 @@ for line in sys.stdin:
     [
         'send({"jsonrpc": "2.0", "id": [request["id"]], "result": {}})',  # an answer with an id nobody sent
         'os.close(0); send({"jsonrpc": "2.0", "id": "p1", "method": "ping"})',  # a request it cannot read the reply to
+        'print("[" * 100000 + "]" * 100000, flush=True)',  # JSON nested too deep to parse
     ],
 )
 async def test_a_misbehaving_server_does_not_cancel_the_caller(misbehave: str) -> None:
