@@ -6,14 +6,15 @@ whose worker still holds its lease is never reconciled. An effect caught ``dispa
 settled by its class: idempotent ones go back to ``prepared`` (running them again is safe), a
 non-idempotent one becomes ``ambiguous`` and its run ``needs_review`` until a human says whether
 it was applied (``RunService.resolve_effect``). A step whose worker vanishes ``MAX_LOST_LEASES``
-times in a row fails its run, so a step that kills its process cannot take down worker after worker.
+times in a row fails its run, so a step that kills its process cannot take down worker after worker
+(a lease its worker gave up on shutdown, ``store.RELEASED``, is handed on without counting).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import EventSpec, Scope, end_unheld, plain_update
+from runtime.durable.store import RELEASED, EventSpec, Scope, end_unheld, plain_update
 from runtime.ids import now
 
 MAX_LOST_LEASES = 3
@@ -31,15 +32,15 @@ def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
 def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
     at = now()
     rows = conn.execute(
-        "SELECT id, lease_owner, lease_token, cancel_requested, cancel_reason, step, lost_leases FROM runs "
-        "WHERE status = 'running' AND lease_expires < ? AND tenant = ? AND project = ?",
+        "SELECT id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases "
+        "FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? AND project = ?",
         (at, scope.tenant, scope.project),
     ).fetchall()
     for row in rows:
         run_id = row["id"]
         events: list[EventSpec] = [("lease.expired", {"worker": row["lease_owner"], "token": row["lease_token"]})]
         ambiguous = settle_in_flight(conn, run_id, events)
-        lost = row["lost_leases"] + 1
+        lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
         sets: dict[str, object] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
         if row["cancel_requested"]:
             sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")

@@ -155,6 +155,19 @@ def renew(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]], lease_s: 
     return held
 
 
+RELEASED = 0.0
+"""``lease_expires`` of a lease its worker gave up on shutdown: the reaper hands the run on at once and,
+since no worker was lost, does not count it towards ``MAX_LOST_LEASES``."""
+
+
+def release(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]]) -> None:
+    """Give up held leases (worker shutdown) so that any worker can recover their runs at once."""
+    conn.executemany(
+        "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'",
+        [(RELEASED, run_id, token) for run_id, token in leases],
+    )
+
+
 def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
     """Cheap read: is there anything for ``reap`` to do?"""
     at = now()

@@ -203,17 +203,9 @@ class Worker:
             await anyio.sleep(min(1.0, self.lease_s / 2))
 
     async def _release(self, held: list[tuple[str, int]]) -> None:
-        """On shutdown, let our leases expire now so any worker can recover the runs at once."""
-
-        def write(conn: sqlite3.Connection) -> None:
-            for run_id, token in held:
-                conn.execute(
-                    "UPDATE runs SET lease_expires = 0 WHERE id = ? AND lease_token = ? AND status = 'running'",
-                    (run_id, token),
-                )
-
+        """On shutdown, give our leases up so any worker can recover the runs at once."""
         try:
-            await self.rt.db.write(write)
+            await self.rt.db.write(partial(store.release, leases=held))
         except Exception:
             log.exception("could not release leases on shutdown")
 

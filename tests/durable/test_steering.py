@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
 
 from runtime import Run, Runtime, run_worker
+from runtime.durable.reconcile import MAX_LOST_LEASES, reap
 from runtime.durable.worker import _resilient
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines
@@ -139,6 +141,36 @@ async def test_run_worker_serves_until_stopped_and_drains_the_runs_in_hand(home:
                 gate.unlink()
         assert (await rt.runs.get(run.id)).status == "succeeded"
         assert (await rt.runs.get(late.id)).status == "queued"  # left for another worker
+
+
+async def test_a_worker_that_stops_mid_step_hands_the_run_on_without_counting_a_lost_worker(
+    home: Path, tmp_path: Path
+) -> None:
+    gate, log = tmp_path / "gate", str(tmp_path / "log")
+    gate.touch()
+    async with Runtime.open(home, workers=0, lease_s=1.0) as rt:
+        rt.workflows.load(FLOWS)
+        run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
+        for stops in range(1, MAX_LOST_LEASES + 1):
+            stop = anyio.Event()
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(partial(run_worker, rt, stop, drain_s=0))
+                    await eventually(partial(progressed_times, rt, run.id, stops))
+                    stop.set()  # the step is still held at its gate: the worker stops it and lets go
+            await rt.db.write(lambda c: reap(c, rt.runs.scope))
+            assert (await rt.runs.get(run.id)).status == "queued"
+        gate.unlink()
+        async with anyio.create_task_group() as tg:
+            stop = anyio.Event()
+            tg.start_soon(lambda: run_worker(rt, stop))
+            done = await rt.runs.wait(run.id, 10)
+            stop.set()
+        assert done.status == "succeeded" and lines(log) == ["a", "b", "done"]
+
+
+async def progressed_times(rt: Runtime, run_id: str, times: int) -> bool:
+    return sum(e.type == "step.progress" for e in await rt.runs.events(run_id)) >= times
 
 
 async def test_a_worker_loop_survives_an_unexpected_error(caplog: pytest.LogCaptureFixture) -> None:
