@@ -131,6 +131,7 @@ class RunSubscriptions:
 
     # -- the watcher -------------------------------------------------------------------------
     async def _run_watcher(self, run_id: str, watch: _Watch) -> None:
+        """Publish the run's changes; it runs in the runtime's task group, so it must never raise."""
         with watch.scope:
             last: Run | None = None
             try:
@@ -138,6 +139,8 @@ class RunSubscriptions:
                     if last is not None:  # the first is the state at subscription time: nothing changed yet
                         await self._publish(run, watch, status_changed=run.status != last.status)
                     last = run
+            except Exception:  # a store error here would otherwise stop every run and the server
+                logger.exception("watching run %s for its subscribers failed; they get no more updates", run_id)
             finally:
                 if self._watches.get(run_id) is watch:
                     del self._watches[run_id]

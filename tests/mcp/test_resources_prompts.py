@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from mcp_types import (
 
 from rath_mcp.subscriptions import RunSubscriptions
 from runtime import Runtime
+from runtime.errors import StoreError
 from tests.mcp.conftest import call
 
 pytestmark = pytest.mark.anyio
@@ -170,3 +172,22 @@ async def test_concurrent_listens_on_one_run_share_one_watcher_that_stops_with_t
     for pairs in opened:
         subscriptions.close_stream(pairs)
     assert run.id not in subscriptions._watches and watch.scope.cancel_called
+
+
+async def test_a_failing_run_watcher_ends_its_watch_and_leaves_the_runtime_running(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = await rt.runs.start("approval", input={"draft": "d"})
+    subscriptions = RunSubscriptions(rt, InMemorySubscriptionBus())
+
+    async def broken(run_id: str) -> AsyncIterator[Any]:
+        raise StoreError("database is locked")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(rt.runs, "watch", broken)
+    await subscriptions.open_stream([f"rath://runs/{run.id}"])
+    with anyio.fail_after(5):
+        while run.id in subscriptions._watches:  # noqa: ASYNC110 - the watcher ends in the runtime's task group
+            await anyio.sleep(0.01)
+    assert "database is locked" in caplog.text
+    assert (await rt.runs.get(run.id)).status == "waiting"  # the runtime's task group was not torn down
