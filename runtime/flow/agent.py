@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.errors import InvalidInputError
 from runtime.flow.tools import FlowToolCall, Journal, run_tool_calls, tool_map, unjournaled
-from runtime.providers.base import DeltaCallback, ModelRequest, ModelResponse, Provider, TokenBudget
+from runtime.providers.base import (
+    DeltaCallback,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    TokenBudget,
+    last_user_message,
+)
 from runtime.sessions.model import Chunk, SessionInfo, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -105,7 +112,7 @@ class Agent:
     async def _recall(self, rt: Runtime, history: list[Chunk], journal: Journal) -> list[Chunk]:
         if self.memory is None or not self.memory.recall:
             return []
-        query = next((c.content for c in reversed(history) if c.kind == "user" and not c.name), "")
+        query = last_user_message(history)
         if not query.strip():
             return []
         memory = self.memory

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -129,6 +129,14 @@ def block_turns(
         else:
             turns.append({"role": role, "content": content})
     return system, turns
+
+
+def last_user_message(chunks: Sequence[Chunk]) -> str:
+    """What the user last wrote: the last unnamed ``user`` chunk ("" when there is none).
+
+    User chunks the runtime adds (recalled memory, team notes, the selector's question) carry a name.
+    """
+    return next((c.content for c in reversed(chunks) if c.kind == "user" and not c.name), "")
 
 
 def usage_of(prompt: int | None, completion: int | None) -> Usage:

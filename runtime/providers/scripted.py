@@ -37,6 +37,7 @@ from runtime.providers.base import (
     ProviderError,
     estimate_prompt_tokens,
     estimate_tokens,
+    last_user_message,
     usage_of,
 )
 from runtime.sessions.model import ToolCall, ToolCallFunction, Usage
@@ -146,9 +147,7 @@ class ScriptedProvider:
 
     def _pick(self, request: ModelRequest) -> ScriptedReply:
         if self.replies is None:
-            # Echo what the user wrote: user chunks the runtime adds (recalled memory, team notes,
-            # the selector's question) carry a name and are skipped.
-            text = next((c.content for c in reversed(request.messages) if c.kind == "user" and not c.name), "")
+            text = last_user_message(request.messages)
             return ScriptedReply(f"(scripted echo) {text}", (), None, None, True, None)
         user = request.last_user_text().lower()
         for index, reply in enumerate(self.replies):
