@@ -13,14 +13,12 @@ asked for that run, so one client's model never sees another client's conversati
 A middleware notes every handshake-era client that declared the ``sampling`` capability, and the
 tool calls they have in flight (for case 3).
 
-Chunks become ``SamplingMessage``s: system chunks join the system prompt, assistant tool calls
-become ``tool_use`` blocks and tool results ``tool_result`` blocks; tools are offered only to
-clients that declared ``sampling.tools``.
+Requests and answers take their wire shape in ``runtime.providers.sampling`` (``sampling_params``,
+``response_from_sampling``); tools are offered only to clients that declared ``sampling.tools``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,12 +35,6 @@ from mcp_types import (
     CreateMessageRequestParams,
     CreateMessageResultWithTools,
     RequestId,
-    SamplingMessage,
-    SamplingMessageContentBlock,
-    TextContent,
-    Tool,
-    ToolResultContent,
-    ToolUseContent,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -51,11 +43,9 @@ from rath_mcp.sdk import connection_of
 from runtime import Runtime
 from runtime.durable import current_run_id
 from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
-from runtime.providers.base import estimate_tokens
-from runtime.sessions import Chunk, ToolCall, ToolCallFunction, Usage
+from runtime.providers.sampling import response_from_sampling, sampling_params
 
 logger = logging.getLogger(__name__)
-DEFAULT_MAX_TOKENS = 1024
 MAX_REMEMBERED = 16
 
 
@@ -173,65 +163,13 @@ class ClientSampling:
 
 
 def to_params(request: ModelRequest, *, with_tools: bool) -> CreateMessageRequestParams:
-    """A ``ModelRequest`` as ``sampling/createMessage`` parameters."""
-    system = [request.system] if request.system else []
-    messages: list[SamplingMessage] = []
-    for chunk in request.messages:
-        if chunk.kind == "system":
-            system.append(chunk.content)
-            continue
-        blocks = _blocks(chunk, with_tools)
-        if blocks:
-            messages.append(SamplingMessage(role="assistant" if chunk.kind == "assistant" else "user", content=blocks))
-    tools = [Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in request.tools]
-    return CreateMessageRequestParams(
-        messages=messages,
-        system_prompt="\n\n".join(system) or None,
-        max_tokens=request.max_tokens or DEFAULT_MAX_TOKENS,
-        temperature=request.temperature,
-        tools=tools if with_tools and tools else None,
-    )
-
-
-def _blocks(chunk: Chunk, with_tools: bool) -> list[SamplingMessageContentBlock]:
-    if chunk.kind == "tool_result":
-        if with_tools and chunk.tool_call_id:
-            text = TextContent(type="text", text=chunk.content)
-            return [ToolResultContent(type="tool_result", tool_use_id=chunk.tool_call_id, content=[text])]
-        return [TextContent(type="text", text=f"[tool result {chunk.name or ''}] {chunk.content}")]
-    blocks: list[SamplingMessageContentBlock] = [TextContent(type="text", text=chunk.content)] if chunk.content else []
-    for call in chunk.tool_calls or ():
-        if with_tools:
-            blocks.append(ToolUseContent(type="tool_use", id=call.id, name=call.function.name, input=_args(call)))
-        else:
-            blocks.append(TextContent(type="text", text=f"[called {call.function.name}({call.function.arguments})]"))
-    return blocks
-
-
-def _args(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {"arguments": call.function.arguments}
-    return value if isinstance(value, dict) else {"value": value}
+    """A ``ModelRequest`` as ``sampling/createMessage`` parameters (the runtime's shape, validated by the SDK)."""
+    return CreateMessageRequestParams.model_validate(sampling_params(request, with_tools=with_tools))
 
 
 def from_result(result: CreateMessageResultWithTools, request: ModelRequest) -> ModelResponse:
     """The client's answer as a ``ModelResponse`` (usage estimated: sampling reports none)."""
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for block in result.content_as_list:
-        if isinstance(block, TextContent):
-            texts.append(block.text)
-        elif isinstance(block, ToolUseContent):
-            arguments = json.dumps(block.input, ensure_ascii=False)
-            calls.append(ToolCall(id=block.id, function=ToolCallFunction(name=block.name, arguments=arguments)))
-    content = "".join(texts)
-    prompt = sum(estimate_tokens(c.content) for c in request.messages) + estimate_tokens(request.system or "")
-    completion = estimate_tokens(content)
-    usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
-    stop = "tool_calls" if calls else (result.stop_reason or "end_turn")
-    return ModelResponse(content=content, tool_calls=calls, usage=usage, stop_reason=stop, model=result.model)
+    return response_from_sampling(result.model_dump(by_alias=True, mode="json"), request)
 
 
 def install(server: MCPServer, rt: Runtime) -> ClientSampling:
