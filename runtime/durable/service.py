@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
@@ -34,15 +34,19 @@ def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], 
     return hashlib.sha256(dumps([workflow, session_id, input, deadline_s]).encode()).hexdigest()
 
 
+def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list[Run]:
+    """Runs from their rows, each with its pending interrupts (oldest first), in one query for all."""
+    ids = [row["id"] for row in rows]
+    pending: dict[str, list[Interrupt]] = {run_id: [] for run_id in ids}
+    marks = ", ".join("?" for _ in ids)
+    sql = f"SELECT * FROM run_interrupts WHERE status = 'pending' AND run_id IN ({marks}) ORDER BY created_at"
+    for r in conn.execute(sql, ids) if ids else ():
+        pending[r["run_id"]].append(Interrupt.from_row(r))
+    return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
+
+
 def _load_run(conn: sqlite3.Connection, scope: Scope, run_id: str) -> Run:
-    row = run_row(conn, scope, run_id)
-    pending = tuple(
-        Interrupt.from_row(r)
-        for r in conn.execute(
-            "SELECT * FROM run_interrupts WHERE run_id = ? AND status = 'pending' ORDER BY created_at", (run_id,)
-        )
-    )
-    return Run.from_row(row, pending)
+    return _with_pending(conn, [run_row(conn, scope, run_id)])[0]
 
 
 class RunService:
@@ -169,7 +173,7 @@ class RunService:
             raise InvalidInputError(f"status {status!r} is not one of {list(STATUSES)}")
         if not 1 <= limit <= 500:
             raise InvalidInputError("limit must be between 1 and 500")
-        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ?"
+        sql = "SELECT * FROM runs WHERE tenant = ? AND project = ?"
         args: list[Any] = [self.scope.tenant, self.scope.project]
         for col, value in (("status", status), ("workflow", workflow)):
             if value is not None:
@@ -178,11 +182,7 @@ class RunService:
             sql, args = sql + " AND id < ?", [*args, cursor]
         sql += " ORDER BY id DESC LIMIT ?"
 
-        def read(conn: sqlite3.Connection) -> list[Run]:
-            ids = [r[0] for r in conn.execute(sql, (*args, limit + 1))]
-            return [_load_run(conn, self.scope, i) for i in ids]
-
-        runs = await self.db.read(read)
+        runs = await self.db.read(lambda conn: _with_pending(conn, conn.execute(sql, (*args, limit + 1)).fetchall()))
         more = len(runs) > limit
         runs = runs[:limit]
         return runs, (runs[-1].id if more and runs else None)

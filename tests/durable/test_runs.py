@@ -152,6 +152,14 @@ async def test_list_pages_and_filters(drt: Runtime) -> None:
         await drt.runs.list(status="done")
 
 
+async def test_a_listed_run_carries_its_own_pending_interrupts(drt: Runtime) -> None:
+    asking = [await drt.runs.wait((await drt.runs.start("approval", input={"message": m})).id, 10) for m in "ab"]
+    done = await drt.runs.wait((await drt.runs.start("echo", input={"message": "c"})).id, 10)
+    listed = {r.id: r for r in (await drt.runs.list())[0]}
+    assert [len(r.pending_interrupts) for r in asking] == [1, 1] and done.pending_interrupts == ()
+    assert all(listed[r.id].pending_interrupts == r.pending_interrupts for r in [*asking, done])
+
+
 async def test_watch_yields_every_change_until_terminal(drt: Runtime) -> None:
     run = await drt.runs.start("approval", input={"message": "watch me"})
     seen: list[str] = []
