@@ -19,7 +19,6 @@ Requests and answers take their wire shape in ``runtime.providers.sampling`` (``
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,7 +44,6 @@ from runtime.durable import current_run_id
 from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
 from runtime.providers.sampling import response_from_sampling, sampling_params
 
-logger = logging.getLogger(__name__)
 MAX_REMEMBERED = 16
 
 
