@@ -2,13 +2,12 @@
 
 ``echo`` and ``approval`` come with the durable layer; ``agent`` and ``team`` live in
 ``runtime/workflows/agent.py`` and ``team.py`` (the agent layer) and are picked up when present.
-A module may list its workflows in ``WORKFLOWS``; otherwise every Workflow subclass it defines counts.
+Each of those modules lists its workflows in ``WORKFLOWS``.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 
 from runtime.flow.workflow import Workflow
 from runtime.workflows.approval import Approval
@@ -24,14 +23,7 @@ def _defined_in(module_name: str) -> list[type[Workflow]]:
         if exc.name == module_name:
             return []
         raise
-    listed = getattr(module, "WORKFLOWS", None)
-    if listed is not None:
-        return list(listed)
-    return [
-        obj
-        for obj in vars(module).values()
-        if inspect.isclass(obj) and issubclass(obj, Workflow) and obj.__module__ == module_name and obj is not Workflow
-    ]
+    return list(module.WORKFLOWS)
 
 
 def builtin_workflows() -> list[type[Workflow]]:
