@@ -116,7 +116,7 @@ class RunWaiter:
         self.heartbeat_s = heartbeat_s
         self.sampling = sampling
 
-    async def settle(self, ctx: Context, run_id: str, budget_s: float, progress: _Progress | None = None) -> Run:
+    async def settle(self, run_id: str, budget_s: float, progress: _Progress) -> Run:
         """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out.
 
         ``progress`` carries the tool call's whole budget across several settles (values keep rising).
@@ -124,7 +124,6 @@ class RunWaiter:
         run = await self.rt.runs.get(run_id)
         if run.status in SETTLED or budget_s <= 0:
             return run
-        progress = progress or _Progress(ctx, budget_s)
         last = run
 
         async def heartbeat() -> None:
@@ -164,7 +163,7 @@ class RunWaiter:
         while True:
             left = deadline - anyio.current_time()
             if queue is None:
-                run = await self.settle(ctx, run_id, left, progress)
+                run = await self.settle(run_id, left, progress)
             else:
                 with queue.waiting(run_id):
                     run, samples = await self._settle_or_sample(ctx, queue, run_id, left, progress)
@@ -202,7 +201,7 @@ class RunWaiter:
 
             async def settle() -> None:
                 nonlocal settled
-                settled = await self.settle(ctx, run_id, budget_s, progress)
+                settled = await self.settle(run_id, budget_s, progress)
                 tg.cancel_scope.cancel()
 
             async def sample() -> None:
