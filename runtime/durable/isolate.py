@@ -38,13 +38,14 @@ def _send(sock: socket.socket, message: Any) -> None:
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        part = sock.recv(n - len(buf))
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        part = sock.recv_into(view[got:])
         if not part:
             raise EOFError
-        buf += part
+        got += part
     return buf
 
 
