@@ -197,3 +197,52 @@ async def test_a_home_made_before_0002_upgrades_and_merges_count_usage_once(home
         m = await rt.sessions.merge([rows_0001[1][0], rows_0001[2][0]])
         assert m.usage == Usage(total_tokens=10 + 5 + 3)
     assert pending_migrations(home / "rath.db", ALL_MIGRATIONS) == []
+
+
+async def test_a_cancelled_read_stops_waiting_and_its_connection_stays_usable(home: Path) -> None:
+    """The caller is cancelled at once; the reader finishes the function, ends its snapshot, and serves later reads."""
+    db = SQLiteDatabase(home / "db.sqlite")
+    await db.open(ALL_MIGRATIONS)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(conn: sqlite3.Connection) -> int:
+        started.set()
+        release.wait(10)
+        return int(conn.execute("SELECT 1").fetchone()[0])
+
+    try:
+        with anyio.move_on_after(5) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(db.read, slow)
+                await anyio.to_thread.run_sync(started.wait, 10)
+                tg.cancel_scope.cancel()
+        assert not scope.cancelled_caught  # the cancel did not wait for the read
+        release.set()
+        results: list[int] = []
+
+        async def count_sessions() -> None:
+            results.append(await db.read(lambda c: int(c.execute("SELECT count(*) FROM sessions").fetchone()[0])))
+
+        async with anyio.create_task_group() as tg:  # more reads at once than there are reader threads
+            for _ in range(10):
+                tg.start_soon(count_sessions)
+        assert results == [0] * 10
+    finally:
+        release.set()
+        await db.close()
+
+
+async def test_an_error_in_a_read_reaches_the_caller_and_reads_go_on(rt: Runtime) -> None:
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        await rt.db.read(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
+    assert await rows(rt, "sessions") == 0
+
+
+async def test_reads_and_writes_after_close_fail_clearly(home: Path) -> None:
+    db = SQLiteDatabase(home / "db.sqlite")
+    await db.open(ALL_MIGRATIONS)
+    await db.close()
+    with pytest.raises(StoreError, match="the database is closed"):
+        await db.read(lambda c: c.execute("SELECT 1").fetchone())
+    with pytest.raises(StoreError, match="the database is closed"):
+        await db.write(lambda c: c.execute("SELECT 1").fetchone())
