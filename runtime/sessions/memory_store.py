@@ -16,7 +16,7 @@ from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.sessions.lineage import walk
 from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
-from runtime.sessions.store import NewSession, StoredChunk, Stub
+from runtime.sessions.store import BuildOn, NewSession, StoredChunk, Stub
 
 
 @dataclass
@@ -70,6 +70,10 @@ class InMemorySessionStore:
             made.append(row.info)
         self.home.rows.update(staged)
         return made
+
+    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]:
+        """``build`` from the base's fields, then insert (no await between: atomic on one event loop)."""
+        return await self.insert(build(self._get(base_id).info))
 
     def _build(self, new: NewSession, staged: dict[str, _Row]) -> _Row:
         base = staged.get(new.base_of) if new.base_of else None

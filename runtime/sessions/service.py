@@ -160,20 +160,21 @@ class SessionService:
         """
         items = _as_chunks(chunks)
         usage = _model(Usage, usage, "usage")
-        base = await self.store.info(session_id)
-        (info,) = await self.store.insert(
-            [
+        own, extra, fresh = usage or Usage(), _json_object(metadata), _fresh(items)
+        (info,) = await self.store.insert_on(
+            session_id,
+            lambda base: [
                 NewSession(
                     op=op,
                     parents=(session_id,),
-                    chunks=_fresh(items),
+                    chunks=fresh,
                     placement=base.placement,
-                    usage=base.usage + (usage or Usage()),
-                    metadata={**base.metadata, **_json_object(metadata)},
+                    usage=base.usage + own,
+                    metadata={**base.metadata, **extra},
                     base_of=session_id,
-                    own_usage=usage or Usage(),
+                    own_usage=own,
                 )
-            ]
+            ],
         )
         return info
 
@@ -186,9 +187,9 @@ class SessionService:
         if placements is not None and len(placements) != count:
             raise InvalidInputError("give one placement per fork")
         places = [_model(Placement, p, "placement") for p in placements] if placements is not None else None
-        base = await self.store.info(session_id)
-        return await self.store.insert(
-            [
+        return await self.store.insert_on(
+            session_id,
+            lambda base: [
                 NewSession(
                     op="fork",
                     parents=(session_id,),
@@ -200,14 +201,14 @@ class SessionService:
                     own_usage=Usage(),
                 )
                 for i in range(count)
-            ]
+            ],
         )
 
     async def detach(self, session_id: str) -> SessionInfo:
         """A new root (no parents) with the same chunks, placement, usage and metadata."""
-        base = await self.store.info(session_id)
-        (info,) = await self.store.insert(
-            [
+        (info,) = await self.store.insert_on(
+            session_id,
+            lambda base: [
                 NewSession(
                     op="detach",
                     parents=(),
@@ -217,7 +218,7 @@ class SessionService:
                     metadata=dict(base.metadata),
                     base_of=session_id,
                 )
-            ]
+            ],
         )
         return info
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,11 +54,15 @@ class NewSession:
 #: A lineage-only node (an ancestor known from an import) and its parents.
 Stub = tuple[LineageNode, tuple[str, ...]]
 
+#: Builds the sessions to write from a base session's current fields (see ``SessionStore.insert_on``).
+BuildOn = Callable[[SessionInfo], list[NewSession]]
+
 
 class SessionStore(Protocol):
     """What the session engine needs from a store. Every call is scoped to one tenant/project."""
 
     async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]: ...
+    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]: ...
     async def info(self, session_id: str) -> SessionInfo: ...
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
     async def snapshot(
@@ -95,7 +99,7 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     )
 
 
-def _chunk_row(row: sqlite3.Row) -> StoredChunk:
+def _chunk_row(row: tuple[Any, ...]) -> StoredChunk:
     uid, kind, content, tool_calls, tool_call_id, name = row
     calls = json.loads(tool_calls) if tool_calls is not None else None
     return StoredChunk(uid, Chunk(kind=kind, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name))
@@ -116,6 +120,17 @@ class SQLiteSessionStore:
         def write(conn: sqlite3.Connection) -> list[SessionInfo]:
             self._insert_stubs(conn, stubs)
             return [self._insert_one(conn, s) for s in sessions]
+
+        return await self.db.write(write)
+
+    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]:
+        """Read ``base_id`` and write what ``build`` makes of it in one transaction (one thread hop).
+
+        ``build`` runs on the writer's thread, so it must be quick and pure; if it raises, nothing is written.
+        """
+
+        def write(conn: sqlite3.Connection) -> list[SessionInfo]:
+            return [self._insert_one(conn, s) for s in build(self._info_in(conn, base_id))]
 
         return await self.db.write(write)
 
@@ -271,8 +286,10 @@ class SQLiteSessionStore:
 
     def _chunks(self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None) -> list[StoredChunk]:
         out: list[StoredChunk] = []
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples: a named Row per chunk costs more than the query
         for segment, lo, hi in self._ranges(conn, session_id, offset, limit):
-            rows = conn.execute(
+            rows = cursor.execute(
                 "SELECT uid, kind, content, tool_calls, tool_call_id, name FROM chunks"
                 " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
                 (segment, lo, hi),
