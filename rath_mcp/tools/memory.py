@@ -5,23 +5,24 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.server import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from rath_mcp.errors import translate_tool
+from rath_mcp.models import WireModel
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from runtime import InvalidInputError, Runtime
 
 Scope = Literal["user", "agent", "session", "resources"]
 
 
-class Remembered(BaseModel):
+class Remembered(WireModel):
     memory_id: str
     uri: str
     scope: str
     tags: list[str]
 
 
-class Hit(BaseModel):
+class Hit(WireModel):
     memory_id: str
     uri: str
     score: float = Field(description="BM25 relevance, always > 0; higher is better")
@@ -30,19 +31,19 @@ class Hit(BaseModel):
     source: str | None
 
 
-class Recall(BaseModel):
+class Recall(WireModel):
     query: str
     hits: list[Hit] = Field(description="best first; only items sharing a word with the query")
 
 
-class Committed(BaseModel):
+class Committed(WireModel):
     session_id: str
     archived_uri: str
     extracted_count: int
     extracted_uris: list[str]
 
 
-class Forgotten(BaseModel):
+class Forgotten(WireModel):
     deleted: int = Field(description="how many items were deleted (0 when there was nothing to forget)")
 
 

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp_types import InputRequiredResult
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from rath_mcp.errors import translate_tool
+from rath_mcp.models import WireModel
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
 from runtime import InvalidInputError, Runtime
@@ -24,7 +25,7 @@ RunId = Annotated[str, Field(description="a run id, run_…")]
 WaitS = Annotated[float, Field(ge=0, description="seconds to wait for the run to settle (capped at 50)")]
 
 
-class RunSummary(BaseModel):
+class RunSummary(WireModel):
     """The CONTRACT run summary, plus a hint for what to do next."""
 
     run_id: str
@@ -55,30 +56,30 @@ def hint_for(run: Run) -> str | None:
     return f"still {run.status}: call run_wait with run_id={run.id} to keep waiting"
 
 
-class WorkflowList(BaseModel):
+class WorkflowList(WireModel):
     workflows: list[dict[str, Any]] = Field(description="name, description, input_schema and steps of each")
 
 
-class RunList(BaseModel):
+class RunList(WireModel):
     runs: list[RunSummary]
     next_cursor: str | None
 
 
-class EventPage(BaseModel):
+class EventPage(WireModel):
     run_id: str
     events: list[dict[str, Any]]
     next_after_seq: int = Field(description="pass as after_seq to read on")
 
 
-class InterruptList(BaseModel):
+class InterruptList(WireModel):
     interrupts: list[dict[str, Any]]
 
 
-class EffectList(BaseModel):
+class EffectList(WireModel):
     effects: list[dict[str, Any]]
 
 
-class Delegation(BaseModel):
+class Delegation(WireModel):
     """What ``delegate`` hands back: the answer when the run finished, the handle otherwise."""
 
     answer: str | None = Field(description="the final assistant message; null while the run is not finished")

@@ -73,8 +73,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """A session's fields and one page of its chunks (oldest first)."""
         info, chunks = await rt.sessions.window(session_id, offset, limit)
         end = offset + len(chunks)
-        return SessionPage(
-            **SessionSummary.of(info).model_dump(),
+        return SessionPage.of(
+            info,
             chunks=[c.public() for c in chunks],
             offset=offset,
             next_offset=end if end < info.length else None,
