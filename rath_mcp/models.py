@@ -6,11 +6,11 @@ models are the one place its values take their wire shape.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from runtime.sessions import LineageGraph, SessionInfo
+from runtime.sessions import Chunk, LineageGraph, SessionInfo
 
 
 def lean_schema(schema: dict[str, Any]) -> None:
@@ -39,10 +39,6 @@ class WireModel(BaseModel):
     """The base of every tool result model: its outputSchema is made lean (see ``lean_schema``)."""
 
     model_config = ConfigDict(json_schema_extra=lean_schema)
-
-
-def _untyped_items(schema: dict[str, Any]) -> None:
-    schema.pop("items", None)
 
 
 class SessionSummary(WireModel):
@@ -78,11 +74,10 @@ class SessionPage(SessionSummary):
 
     # Described rather than itemised: the Python SDK client checks every item against an items
     # schema on each call (about 8 microseconds a chunk), which for a page of 50 costs more than
-    # the rest of the call; the store already guarantees each chunk's shape.
-    chunks: list[dict[str, Any]] = Field(
+    # the rest of the call; the runtime's Chunk model already guarantees each chunk's shape.
+    chunks: Annotated[list[Chunk], WithJsonSchema({"type": "array"})] = Field(
         description="oldest first; each {kind: system|user|assistant|tool_result, content, tool_calls?,"
-        " tool_call_id?, name?}",
-        json_schema_extra=_untyped_items,
+        " tool_call_id?, name?}"
     )
     offset: int
     next_offset: int | None = Field(description="pass as offset for the next page; null at the end")

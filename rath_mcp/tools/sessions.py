@@ -75,7 +75,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         end = offset + len(chunks)
         return SessionPage.of(
             info,
-            chunks=[c.public() for c in chunks],
+            chunks=chunks,
             offset=offset,
             next_offset=end if end < info.length else None,
         )

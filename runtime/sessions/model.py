@@ -28,18 +28,26 @@ class ToolCall(_Frozen):
     function: ToolCallFunction
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class Chunk(_Frozen):
-    """One entry of a session: a message of a kind (the OpenRath ChunkRow kinds)."""
+    """One entry of a session: a message of a kind (the OpenRath ChunkRow kinds).
+
+    Absent optional fields are left out wherever a chunk is serialized, including inside other
+    models (a page of chunks is dumped in one pass, not chunk by chunk).
+    """
 
     kind: ChunkKind
     content: str = ""
-    tool_calls: tuple[ToolCall, ...] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] | None = Field(default=None, exclude_if=_absent)
+    tool_call_id: str | None = Field(default=None, exclude_if=_absent)
+    name: str | None = Field(default=None, exclude_if=_absent)
 
     def public(self) -> dict[str, Any]:
         """The chunk as plain JSON, without absent optional fields."""
-        return self.model_dump(mode="json", exclude_none=True)
+        return self.model_dump(mode="json")
 
 
 class Usage(_Frozen):

@@ -216,3 +216,20 @@ async def test_arguments_that_break_the_input_schema_get_a_short_what_and_how_to
     assert "session_id: Field required" in text and "count: Input should be less than or equal to 64" in text
     assert "call session_fork again" in text
     assert "pydantic.dev" not in text and "input_value" not in text
+
+
+async def test_session_get_gives_each_chunk_only_the_fields_it_has(client: Client, rt: Runtime) -> None:
+    call_ = {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
+    s = await rt.sessions.create(
+        [
+            {"kind": "user", "content": "read a"},
+            {"kind": "assistant", "content": "", "tool_calls": [call_]},
+            {"kind": "tool_result", "content": "A", "tool_call_id": "call_1", "name": "read_file"},
+        ]
+    )
+    page = await call(client, "session_get", session_id=s.id)
+    assert page["chunks"] == [
+        {"kind": "user", "content": "read a"},
+        {"kind": "assistant", "content": "", "tool_calls": [call_]},
+        {"kind": "tool_result", "content": "A", "tool_call_id": "call_1", "name": "read_file"},
+    ]
