@@ -60,25 +60,26 @@ def register_completions(server: MCPServer, rt: Runtime) -> None:
         argument: CompletionArgument,
         context: CompletionContext | None,
     ) -> Completion | None:
-        values = await candidates(rt, argument.name)
-        if values is None:
+        matches = await candidates(rt, argument.name, argument.value)
+        if matches is None:
             return None
-        matches = [v for v in values if v.startswith(argument.value)]
-        return Completion(values=matches[:MAX_COMPLETIONS], total=len(matches), has_more=len(matches) > MAX_COMPLETIONS)
+        more = len(matches) > MAX_COMPLETIONS
+        return Completion(values=matches[:MAX_COMPLETIONS], total=None if more else len(matches), has_more=more)
 
     server.completion()(complete)  # type: ignore[no-untyped-call]  # the SDK's decorator is unannotated
 
 
-async def candidates(rt: Runtime, name: str) -> list[str] | None:
-    """Every value an argument may take (newest first for ids); None for arguments we do not complete."""
+async def candidates(rt: Runtime, name: str, prefix: str) -> list[str] | None:
+    """Up to ``MAX_COMPLETIONS + 1`` values of an argument that start with ``prefix`` (ids newest
+    first), found by a range scan on the id, however many there are; None for arguments we do not complete."""
     if name in ("workflow", "name"):
-        return rt.workflows.names()
+        return [n for n in rt.workflows.names() if n.startswith(prefix)]
+    if len(prefix) > 100:  # no id is that long
+        return []
     if name == "run_id":
-        runs, _ = await rt.runs.list(limit=500)
-        return [r.id for r in runs]
+        return await rt.runs.ids(prefix, MAX_COMPLETIONS + 1)
     if name == "session_id":
-        sessions, _ = await rt.sessions.page(None, 500)
-        return [s.id for s in sessions]
+        return await rt.sessions.ids(prefix, MAX_COMPLETIONS + 1)
     if name == "memory_id":
-        return [item.id for item in await rt.memory.list(limit=1000)]
+        return await rt.memory.ids(prefix, MAX_COMPLETIONS + 1)
     return None

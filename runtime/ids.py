@@ -6,6 +6,8 @@ import os
 import re
 import time
 
+from runtime.errors import InvalidInputError
+
 _ID = re.compile(r"^[a-z]{3}_[0-9a-f]{24}$")
 
 
@@ -22,3 +24,14 @@ def is_id(value: str, prefix: str) -> bool:
 def now() -> float:
     """Wall-clock seconds since the epoch; the one clock records use."""
     return time.time()
+
+
+MAX_ID_SEARCH = 1000
+
+
+def check_id_search(prefix: str, limit: int) -> None:
+    """Refuse a malformed search for ids by prefix (what completion asks for)."""
+    if not isinstance(prefix, str) or len(prefix) > 100:
+        raise InvalidInputError("prefix must be text of at most 100 characters, such as 'ses_01a2'")
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_ID_SEARCH:
+        raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_ID_SEARCH} (got {limit!r})")

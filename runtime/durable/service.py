@@ -19,7 +19,8 @@ from runtime.durable import decisions
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
 from runtime.durable.store import Scope, dumps, end_unheld, insert_run, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError
-from runtime.ids import now
+from runtime.ids import check_id_search, now
+from runtime.store.sqlite import prefix_bounds
 
 if TYPE_CHECKING:
     from runtime.durable.worker import Worker
@@ -164,6 +165,14 @@ class RunService:
         Yields the run now, then on every change (status, step, new events); ends after a terminal state.
         """
         return RunWatch(self, run_id)
+
+    async def ids(self, prefix: str = "", limit: int = 100) -> builtins.list[str]:
+        """Ids of this scope's runs that start with ``prefix``, newest first (for completion)."""
+        check_id_search(prefix, limit)
+        lo, hi = prefix_bounds(prefix)
+        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND id >= ? AND id < ? ORDER BY id DESC LIMIT ?"
+        args = (self.scope.tenant, self.scope.project, lo, hi, limit)
+        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
 
     async def list(
         self, status: str | None = None, workflow: str | None = None, cursor: str | None = None, limit: int = 50

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 
 from runtime.errors import InvalidInputError, NotFoundError
-from runtime.ids import is_id, new_id
+from runtime.ids import check_id_search, is_id, new_id
 from runtime.memory import text
 from runtime.memory.extract import Extractor, HeuristicExtractor, transcript, transcript_body
 from runtime.memory.model import (
@@ -122,6 +122,11 @@ class MemoryService:
         if item is None:
             raise NotFoundError(f"nothing is remembered at {uri}; list('{PREFIX}') shows what is")
         return item
+
+    async def ids(self, prefix: str = "", limit: int = 100) -> builtins.list[str]:
+        """Ids of this scope's items that start with ``prefix``, newest first (for completion)."""
+        check_id_search(prefix, limit)
+        return await self.store.ids(prefix, limit)
 
     async def list(
         self, prefix: str = PREFIX, limit: int = 100, *, after: str | None = None

@@ -29,10 +29,9 @@ from typing import Protocol
 from runtime.ids import new_id, now
 from runtime.memory import text
 from runtime.memory.model import MemoryItem
-from runtime.store.sqlite import SQLiteDatabase
+from runtime.store.sqlite import SQLiteDatabase, prefix_bounds
 
 _COLUMNS = "seq, id, uri, scope, content, tags, source, created_at, updated_at, tenant, project"
-_URI_END = "\U0010ffff"
 SUPERSEDED = "superseded"
 
 
@@ -65,6 +64,7 @@ class MemoryStore(Protocol):
     async def get(self, memory_id: str) -> MemoryItem | None: ...
     async def at(self, uri: str) -> MemoryItem | None: ...
     async def scan(self, prefix: str, limit: int, after: str | None = None) -> list[MemoryItem]: ...
+    async def ids(self, prefix: str, limit: int) -> list[str]: ...
     async def delete(
         self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None
     ) -> int: ...
@@ -244,7 +244,7 @@ class SQLiteMemoryStore:
         if uri is not None:
             return scoped + "uri = ?", (self.tenant, self.project, uri)
         assert prefix is not None
-        return scoped + "uri >= ? AND uri < ?", (self.tenant, self.project, prefix, prefix + _URI_END)
+        return scoped + "uri >= ? AND uri < ?", (self.tenant, self.project, *prefix_bounds(prefix))
 
     # -- reads ------------------------------------------------------------------------------
     async def search(self, terms: list[str], k: int, scope: str | None) -> list[Found]:
@@ -277,6 +277,16 @@ class SQLiteMemoryStore:
             return None if row is None else _item(row)
 
         return await self.db.read(read)
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        """Ids of items starting with ``prefix``, newest first."""
+        lo, hi = prefix_bounds(prefix)
+        sql = (
+            "SELECT id FROM memory_items WHERE tenant = ? AND project = ? AND id >= ? AND id < ?"
+            " ORDER BY id DESC LIMIT ?"
+        )
+        args = (self.tenant, self.project, lo, hi, limit)
+        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
 
     async def scan(self, prefix: str, limit: int, after: str | None = None) -> list[MemoryItem]:
         """Items whose URI starts with ``prefix`` (and sorts after ``after``), in URI order."""

@@ -132,6 +132,10 @@ class InMemorySessionStore:
         ids = sorted((i for i, r in self.home.rows.items() if r.stub_op is None and self._mine(i)), reverse=True)
         return [self.home.rows[i].info for i in ids if after is None or i < after][:limit]
 
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        mine = (i for i, r in self.home.rows.items() if r.stub_op is None and i.startswith(prefix) and self._mine(i))
+        return sorted(mine, reverse=True)[:limit]
+
     async def lineage(
         self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int
     ) -> tuple[list[LineageNode], list[LineageEdge], bool]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
+from runtime.ids import check_id_search
 from runtime.sessions import jsonl
 from runtime.sessions.merge import merged_tail, total_usage
 from runtime.sessions.model import (
@@ -109,6 +110,11 @@ class SessionService:
         """A page of a session's chunks."""
         _check_page(offset, limit)
         return [sc.chunk for sc in await self.store.chunks(session_id, offset, limit)]
+
+    async def ids(self, prefix: str = "", limit: int = 100) -> list[str]:
+        """Ids of this scope's sessions that start with ``prefix``, newest first (for completion)."""
+        check_id_search(prefix, limit)
+        return await self.store.ids(prefix, limit)
 
     async def page(self, cursor: str | None = None, limit: int = 50) -> tuple[list[SessionInfo], str | None]:
         """Sessions newest first; returns a page and the cursor of the next page (None at the end)."""

@@ -24,7 +24,7 @@ from runtime.sessions.model import (
     SessionOp,
     Usage,
 )
-from runtime.store.sqlite import SQLiteDatabase
+from runtime.store.sqlite import SQLiteDatabase, prefix_bounds
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class SessionStore(Protocol):
     ) -> tuple[SessionInfo, list[StoredChunk]]: ...
     async def uids(self, session_id: str) -> list[str]: ...
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]: ...
+    async def ids(self, prefix: str, limit: int) -> list[str]: ...
     async def lineage(
         self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int
     ) -> tuple[list[LineageNode], list[LineageEdge], bool]: ...
@@ -336,6 +337,20 @@ class SQLiteSessionStore:
                 (self.tenant, self.project, after or "~", limit),
             )
             return [_info(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        """Ids of sessions starting with ``prefix``, newest first."""
+        lo, hi = prefix_bounds(prefix)
+
+        def read(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT id FROM sessions WHERE tenant = ? AND project = ? AND stub = 0 AND id >= ? AND id < ?"
+                " ORDER BY id DESC LIMIT ?",
+                (self.tenant, self.project, lo, hi, limit),
+            )
+            return [r[0] for r in rows]
 
         return await self.db.read(read)
 

@@ -284,6 +284,12 @@ def _in_snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection
         conn.execute("ROLLBACK")
 
 
+def prefix_bounds(prefix: str) -> tuple[str, str]:
+    """``lo, hi`` such that ``lo <= x < hi`` holds exactly for the strings ``x`` starting with ``prefix``
+    (under SQLite's default binary collation), so a prefix search is a range scan on an index."""
+    return prefix, prefix + "\U0010ffff"
+
+
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
     """Apply the migrations not yet recorded, in order, under the database write lock."""
     conn.execute("BEGIN IMMEDIATE")

@@ -155,6 +155,22 @@ async def test_completion_offers_workflow_names_and_ids(client: Client) -> None:
     assert names.completion.values == ["echo"]
 
 
+async def test_completion_finds_old_ids_by_prefix_and_says_when_there_are_more(client: Client, rt: Runtime) -> None:
+    """Ids are searched by prefix in the store, so an id older than the newest hundreds is still found."""
+    oldest = await rt.sessions.create([{"kind": "user", "content": "first"}])
+    for i in range(600):
+        await rt.sessions.create([{"kind": "user", "content": f"s{i}"}])
+    template = ResourceTemplateReference(type="ref/resource", uri="rath://sessions/{session_id}")
+    exact = await client.complete(template, {"name": "session_id", "value": oldest.id})
+    assert exact.completion.values == [oldest.id] and exact.completion.total == 1 and not exact.completion.has_more
+    many = await client.complete(template, {"name": "session_id", "value": "ses_"})
+    assert len(many.completion.values) == 100 and many.completion.has_more and many.completion.total is None
+    newest, _ = await rt.sessions.page(None, 100)
+    assert many.completion.values == [s.id for s in newest]
+    none = await client.complete(template, {"name": "session_id", "value": "run_"})
+    assert none.completion.values == [] and not none.completion.has_more
+
+
 async def test_concurrent_listens_on_one_run_share_one_watcher_that_stops_with_them(rt: Runtime) -> None:
     run = await rt.runs.start("approval", input={"draft": "d"})
     uri = f"rath://runs/{run.id}"

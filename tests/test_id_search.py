@@ -1,0 +1,51 @@
+"""Searching ids by prefix (what completion uses): newest first, scoped to the tenant/project, bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime import InvalidInputError, Runtime
+from runtime.sessions import SessionService
+from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_each_service_finds_its_ids_by_prefix_newest_first_within_its_scope(home: Path) -> None:
+    async with Runtime.open(home, project="other", workers=0) as other:
+        foreign = [
+            (await other.sessions.create([{"kind": "user", "content": "x"}])).id,
+            (await other.runs.start("echo", input={"message": "x"})).id,
+            (await other.memory.remember("a foreign fact")).id,
+        ]
+    async with Runtime.open(home, workers=0) as rt:
+        sessions, runs, memories = [], [], []
+        for i in range(3):  # ids order by their millisecond: make each newer than the last
+            await anyio.sleep(0.002)
+            sessions.append((await rt.sessions.create([{"kind": "user", "content": str(i)}])).id)
+            runs.append((await rt.runs.start("echo", input={"message": str(i)})).id)
+            memories.append((await rt.memory.remember(f"fact number {i}")).id)
+        for search, ids in ((rt.sessions.ids, sessions), (rt.runs.ids, runs), (rt.memory.ids, memories)):
+            assert await search() == ids[::-1]
+            assert await search(ids[0][:4], limit=2) == ids[:0:-1]
+            assert await search(ids[1]) == [ids[1]]
+            assert await search(ids[1] + "0") == []
+            assert not set(await search()) & set(foreign)
+            with pytest.raises(InvalidInputError, match="limit must be a whole number from 1 to 1000"):
+                await search("", limit=0)
+            with pytest.raises(InvalidInputError, match="prefix must be text of at most 100 characters"):
+                await search("x" * 101)
+
+
+async def test_the_in_memory_session_store_searches_ids_like_the_sqlite_one() -> None:
+    sessions = SessionService(InMemorySessionStore(InMemoryHome(), "local", "default"))
+    made = []
+    for i in range(3):
+        await anyio.sleep(0.002)  # ids order by their millisecond
+        made.append((await sessions.create([{"kind": "user", "content": str(i)}])).id)
+    assert await sessions.ids() == made[::-1]
+    assert await sessions.ids(made[2]) == [made[2]]
+    assert await sessions.ids("ses_", limit=1) == [made[2]]
