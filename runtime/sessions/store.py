@@ -272,15 +272,15 @@ class SQLiteSessionStore:
         return _info(self._row(conn, session_id, _INFO_COLUMNS))
 
     async def info(self, session_id: str) -> SessionInfo:
-        return await self.db.read(lambda conn: self._info_in(conn, session_id))
+        return await self.db.lookup(lambda conn: self._info_in(conn, session_id))
 
     async def snapshot(
         self, session_id: str, offset: int = 0, limit: int | None = None
     ) -> tuple[SessionInfo, list[StoredChunk]]:
-        """A session's fields and a page of its chunks from one consistent read (one thread hop)."""
-        return await self.db.read(
-            lambda conn: (self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit))
-        )
+        """A session's fields and a page of its chunks from one consistent read: a point read
+        when the page is bounded, a read on a reader thread when it is the whole session."""
+        read = self.db.read if limit is None else self.db.lookup
+        return await read(lambda conn: (self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit)))
 
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
         return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))

@@ -246,3 +246,27 @@ async def test_reads_and_writes_after_close_fail_clearly(home: Path) -> None:
         await db.read(lambda c: c.execute("SELECT 1").fetchone())
     with pytest.raises(StoreError, match="the database is closed"):
         await db.write(lambda c: c.execute("SELECT 1").fetchone())
+    with pytest.raises(StoreError, match="the database is closed"):
+        await db.lookup(lambda c: c.execute("SELECT 1").fetchone())
+
+
+async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_file_is_locked(rt: Runtime) -> None:
+    """Point reads run in place; a lookup that finds the file locked (SQLITE_BUSY) is retried on a
+    reader thread, whose connection waits for the lock instead of the event loop."""
+    threads: list[str] = []
+
+    def read(conn: sqlite3.Connection) -> int:
+        threads.append(threading.current_thread().name)
+        if len(threads) == 1:
+            busy = sqlite3.OperationalError("database is locked")
+            busy.sqlite_errorcode = sqlite3.SQLITE_BUSY
+            raise busy
+        return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+    assert await rt.db.lookup(read) == 0
+    assert threads[0] == threading.main_thread().name and threads[1].startswith("rath-sqlite-reader")
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):  # other errors are the caller's
+        await rt.db.lookup(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
+    s = await rt.sessions.create([user("x")])
+    assert (await rt.db.lookup(lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0])) == 1
+    assert (await rt.sessions.window(s.id, 0, 10))[1][0].content == "x"
