@@ -11,12 +11,14 @@ SDK). The api key is never logged or put in error messages. Tests pass a local e
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
+import anyio
 import httpx
 from opensandbox import Sandbox as SdkSandbox
 from opensandbox import SandboxManager
@@ -169,8 +171,13 @@ class OpenSandboxBackend:
             unpacked = await dst.run_command(f"tar -xf {archive} && rm -f {archive}", timeout_s=300)
             if unpacked.exit_code != 0:
                 raise SandboxError(f"could not unpack into workspace {dst_workspace!r}: {unpacked.stderr.strip()}")
-        finally:
-            await dst.close()
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # a half-made copy would make a retry say "already exists"
+                await dst.close()
+                with contextlib.suppress(SandboxError):
+                    await self.destroy(dst_workspace)
+            raise
+        await dst.close()
 
     async def destroy(self, workspace: str) -> None:
         check_workspace_name(workspace)

@@ -95,8 +95,15 @@ async def _pump(stream: asyncio.StreamReader, kind: str, queue: asyncio.Queue[tu
     await queue.put(None)
 
 
+#: Fault injection: in a sandbox whose workspace name starts with this, unpacking a tar fails as on a full disk.
+FULL_DISK_PREFIX = "full-disk"
+
+
 async def _start(sandbox: SandboxState, body: dict[str, Any]) -> asyncio.subprocess.Process:
     argv = ["sh", "-c", body["command"]] if body.get("command") else list(body["argv"])
+    full_disk = any(v.startswith(FULL_DISK_PREFIX) for k, v in sandbox.metadata.items() if k.endswith("workspace"))
+    if full_disk and "tar -x" in " ".join(argv):
+        argv = ["sh", "-c", "echo 'tar: ./big.bin: Cannot write: No space left on device' >&2; exit 2"]
     cwd = host_path(sandbox, body.get("cwd") or "/workspace")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(sandbox.root / "workspace"), "LANG": "C.UTF-8"}
     env.update({str(k): str(v) for k, v in (body.get("envs") or {}).items()})

@@ -8,7 +8,7 @@ import socket
 import httpx
 import pytest
 
-from runtime.sandbox import BackendUnavailableError, FileTooLargeError, SandboxFileNotFoundError
+from runtime.sandbox import BackendUnavailableError, FileTooLargeError, SandboxError, SandboxFileNotFoundError
 from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
 from tests.sandbox.conftest import EMULATOR_API_KEY
 
@@ -112,5 +112,30 @@ async def test_a_failed_clone_leaves_no_archive_in_the_source(opensandbox_domain
     finally:
         await parent.close()
         for name in ("parent", "child"):
+            await backend.destroy(name)
+        await backend.aclose()
+
+
+async def test_a_clone_that_fails_to_unpack_removes_the_half_made_copy_so_a_retry_can_run(
+    opensandbox_domain: str,
+) -> None:
+    """The emulator fails `tar -x` in workspaces named full-disk* (as a full disk would)."""
+    backend = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="clone-unpack")
+    parent = await backend.open("parent")
+    try:
+        await parent.write_file("big.bin", b"x" * 5000)
+        with pytest.raises(SandboxError, match=r"could not unpack into workspace 'full-disk-copy': .*No space left"):
+            await backend.clone("parent", "full-disk-copy")
+        with pytest.raises(SandboxError, match="could not unpack"):  # a retry fails the same way, not "already exists"
+            await backend.clone("parent", "full-disk-copy")
+        await backend.clone("parent", "copy")
+        copy = await backend.open("copy")
+        try:
+            assert await copy.read_file("big.bin") == b"x" * 5000
+        finally:
+            await copy.close()
+    finally:
+        await parent.close()
+        for name in ("parent", "full-disk-copy", "copy"):
             await backend.destroy(name)
         await backend.aclose()
