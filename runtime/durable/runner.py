@@ -86,6 +86,7 @@ class Runner:
         self.session_id: str | None = row["session_id"]
         self.input: dict[str, Any] = json.loads(row["input"])
         self.deadline: float | None = row["deadline"]
+        self.plan_hash: str = row["plan_hash"]
 
     async def _commit(
         self,
@@ -118,6 +119,8 @@ class Runner:
             CURRENT_RUN.reset(marker)
 
     async def _drive(self) -> None:
+        if self.plan_hash != self.plan.plan_hash:
+            await self._adopt_plan()
         while True:
             if self.lease.cancelled:
                 return await self._end("cancelled", f"cancelled: {self.lease.cancel_reason or 'by request'}")
@@ -141,6 +144,13 @@ class Runner:
             if out.kind == "deadline":
                 return await self._end("timed_out", f"the run's deadline passed during step {self.step!r}")
             return await self._fail(spec, ctx, out.error)
+
+    async def _adopt_plan(self) -> None:
+        """The workflow's definition changed since the run last ran: go on with the current one, and
+        say so in the run's events (which plan ran which steps stays readable)."""
+        change = {"from": self.plan_hash, "to": self.plan.plan_hash, "step": self.step}
+        await self._commit({"plan_hash": self.plan.plan_hash}, [("run.plan_changed", change)])
+        self.plan_hash = self.plan.plan_hash
 
     def _context(self, spec: StepPlan) -> LiveContext:
         key = spec.idempotency_key
