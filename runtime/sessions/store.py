@@ -77,6 +77,9 @@ class SessionStore(Protocol):
     async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]: ...
 
 
+#: The largest page of chunks read in place on the event loop (``SQLiteDatabase.lookup``); MCP pages are at most this.
+POINT_READ_CHUNKS = 500
+
 _INFO_COLUMNS = (
     "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
     " (SELECT json_group_array(parent_id) FROM (SELECT parent_id FROM session_parents p"
@@ -277,9 +280,9 @@ class SQLiteSessionStore:
     async def snapshot(
         self, session_id: str, offset: int = 0, limit: int | None = None
     ) -> tuple[SessionInfo, list[StoredChunk]]:
-        """A session's fields and a page of its chunks from one consistent read: a point read
-        when the page is bounded, a read on a reader thread when it is the whole session."""
-        read = self.db.read if limit is None else self.db.lookup
+        """A session's fields and a page of its chunks from one consistent read: a point read for a
+        page of up to ``POINT_READ_CHUNKS``, a read on a reader thread for more (or the whole session)."""
+        read = self.db.lookup if limit is not None and limit <= POINT_READ_CHUNKS else self.db.read
         return await read(lambda conn: (self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit)))
 
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:

@@ -270,3 +270,23 @@ async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_fi
     s = await rt.sessions.create([user("x")])
     assert (await rt.db.lookup(lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0])) == 1
     assert (await rt.sessions.window(s.id, 0, 10))[1][0].content == "x"
+
+
+async def test_a_bounded_page_is_a_point_read_and_a_whole_session_goes_to_a_reader(rt: Runtime) -> None:
+    s = await rt.sessions.create([user(str(i)) for i in range(3)])
+    threads: list[str] = []
+    real_lookup, real_read = rt.db.lookup, rt.db.read
+
+    async def lookup(fn: Any) -> Any:
+        threads.append("lookup")
+        return await real_lookup(fn)
+
+    async def read(fn: Any) -> Any:
+        threads.append("read")
+        return await real_read(fn)
+
+    rt.db.lookup, rt.db.read = lookup, read  # type: ignore[method-assign]
+    assert len((await rt.sessions.window(s.id, 0, 500))[1]) == 3
+    assert len((await rt.sessions.window(s.id, 0, 501))[1]) == 3
+    assert len((await rt.sessions.get(s.id)).chunks) == 3
+    assert threads == ["lookup", "read", "read"]
