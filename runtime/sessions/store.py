@@ -10,7 +10,9 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
+
+from pydantic import TypeAdapter
 
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
@@ -27,9 +29,10 @@ from runtime.sessions.model import (
 from runtime.store.sqlite import SQLiteDatabase, prefix_bounds
 
 
-@dataclass(frozen=True)
-class StoredChunk:
-    """A chunk with its identity: ``uid`` survives copies (merge, import) and names the same message."""
+class StoredChunk(NamedTuple):
+    """A chunk with its identity: ``uid`` survives copies (merge, import) and names the same message.
+
+    A named tuple, not a dataclass: tens of thousands are made per long read, and it is cheaper to make."""
 
     uid: str
     chunk: Chunk
@@ -103,10 +106,22 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     )
 
 
-def _chunk_row(row: tuple[Any, ...]) -> StoredChunk:
-    uid, kind, content, tool_calls, tool_call_id, name = row
-    calls = json.loads(tool_calls) if tool_calls is not None else None
-    return StoredChunk(uid, Chunk(kind=kind, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name))
+#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
+_CHUNK_LIST = TypeAdapter(list[Chunk])
+
+
+def _stored_chunks(rows: list[tuple[Any, ...]]) -> list[StoredChunk]:
+    fields = [
+        {
+            "kind": kind,
+            "content": content,
+            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
+            "tool_call_id": tool_call_id,
+            "name": name,
+        }
+        for _, kind, content, tool_calls, tool_call_id, name in rows
+    ]
+    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
 
 
 class SQLiteSessionStore:
@@ -289,17 +304,16 @@ class SQLiteSessionStore:
         return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
 
     def _chunks(self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None) -> list[StoredChunk]:
-        out: list[StoredChunk] = []
+        rows: list[tuple[Any, ...]] = []
         cursor = conn.cursor()
         cursor.row_factory = None  # plain tuples: a named Row per chunk costs more than the query
         for segment, lo, hi in self._ranges(conn, session_id, offset, limit):
-            rows = cursor.execute(
+            rows += cursor.execute(
                 "SELECT uid, kind, content, tool_calls, tool_call_id, name FROM chunks"
                 " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
                 (segment, lo, hi),
             )
-            out.extend(_chunk_row(r) for r in rows)
-        return out
+        return _stored_chunks(rows)
 
     async def uids(self, session_id: str) -> list[str]:
         """The identities of a session's chunks, in order (what merge compares; no content read)."""
