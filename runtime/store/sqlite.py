@@ -15,6 +15,7 @@ Several processes may open the same file: SQLite's own lock serialises their wri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import sqlite3
 import threading
@@ -90,8 +91,13 @@ class _ConnectionThreads:
         for thread in self._threads:
             thread.start()
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """``fn(conn)`` on one of the threads. A cancelled caller stops waiting; ``fn`` may still run."""
+    async def run(self, fn: Callable[[sqlite3.Connection], T], *, finish: bool = False) -> T:
+        """``fn(conn)`` on one of the threads.
+
+        A cancelled caller stops waiting, and a job it leaves that has not started is dropped. With
+        ``finish`` the job always runs and the caller waits for it even when cancelled, then lets the
+        cancellation go on: for a commit, whose writers must learn how it ended.
+        """
         if self._stopped:
             raise StoreError("the database is closed")
         try:
@@ -100,10 +106,19 @@ class _ConnectionThreads:
             raise StoreError("the SQLite store needs asyncio (anyio's default backend) to run on") from None
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put((fn, loop, future))
-        return await future
+        if not finish:
+            return await future
+        try:
+            return await asyncio.shield(future)  # a cancel reaches only the shield: the job stays wanted
+        except asyncio.CancelledError:
+            while not future.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(future)
+            raise
 
     def stop(self) -> None:
-        """Refuse new work; each thread finishes what was queued before, closes its connection and ends."""
+        """Refuse new work and fail work not yet started; a job already running finishes, then each
+        thread closes its connection and ends."""
         self._stopped = True
         for _ in self._threads:
             self._jobs.put(None)
@@ -113,24 +128,22 @@ class _ConnectionThreads:
             await anyio.to_thread.run_sync(thread.join)
 
     def _serve(self, conn: sqlite3.Connection) -> None:
-        closed = False
         try:
             while (job := self._jobs.get()) is not None:
                 fn, loop, future = job
-                if future.cancelled():
+                if future.cancelled():  # its caller stopped waiting before it started
                     continue
                 result: Any = None
                 error: BaseException | None = None
-                if closed:
+                if self._stopped:
                     error = StoreError("the database is closed")
                 else:
                     try:
                         result = fn(conn)
                     except BaseException as exc:
                         error = exc
-                if self._stopped and not closed:  # closed while this ran: close it before the caller resumes
-                    conn.close()
-                    closed = True
+                    if self._stopped:  # closed while this ran: close the connection before the caller resumes
+                        conn.close()
                 try:
                     loop.call_soon_threadsafe(_settle, future, result, error)
                 except RuntimeError:  # the event loop is gone: nobody is waiting
@@ -228,6 +241,8 @@ class SQLiteDatabase:
         batch = self._batch = _Batch()
         items, self._pending = self._pending, []
         try:
+            if not items:
+                return
             with anyio.CancelScope(shield=True):
                 async with self._write_limiter:
                     writer = self._writer
@@ -235,8 +250,11 @@ class SQLiteDatabase:
                         for item in items:
                             item.error, item.done = StoreError("the database is closed"), True
                         return
-                    await writer.run(lambda conn: self._commit_batch(conn, items))
+                    await writer.run(lambda conn: self._commit_batch(conn, items), finish=True)
         finally:
+            for item in items:
+                if not item.done:  # the batch never reached the writer (its leader was torn down): nothing written
+                    item.error, item.done = StoreError("the write was not run: its batch was abandoned"), True
             self._batch = None
             batch.finished.set()
 
@@ -306,6 +324,8 @@ class SQLiteDatabase:
 
 
 def _in_snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+    if conn.in_transaction:  # a read whose ROLLBACK never ran (an interrupt between the two): end it first
+        conn.execute("ROLLBACK")
     conn.execute("BEGIN")
     try:
         return fn(conn)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 from runtime import InvalidInputError, NotFoundError, Runtime, Usage
 from runtime.errors import StoreError
 from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import SQLiteDatabase, apply_migrations, pending_migrations
+from runtime.store.sqlite import Migration, SQLiteDatabase, apply_migrations, pending_migrations
 
 pytestmark = pytest.mark.anyio
 
@@ -290,3 +292,41 @@ async def test_a_bounded_page_is_a_point_read_and_a_whole_session_goes_to_a_read
     assert len((await rt.sessions.window(s.id, 0, 501))[1]) == 3
     assert len((await rt.sessions.get(s.id)).chunks) == 3
     assert threads == ["lookup", "read", "read"]
+
+
+async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write(home: Path) -> None:
+    """asyncio's own cancel (wait_for, loop shutdown) gets past anyio's shield: a cancelled leader
+    still waits for its batch (its write is committed), a writer cancelled before its write was
+    taken withdraws it, and the writer behind them is not left spinning."""
+    import asyncio
+
+    db = SQLiteDatabase(home / "db.sqlite")
+    await db.open([Migration("t", "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT);")])
+    try:
+
+        def insert(value: str, pause: float = 0.0) -> Callable[[sqlite3.Connection], None]:
+            def write(conn: sqlite3.Connection) -> None:
+                time.sleep(pause)
+                conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+
+            return write
+
+        first = asyncio.ensure_future(db.write(insert("a", pause=0.3)))
+        await asyncio.sleep(0.05)
+        second, third = asyncio.ensure_future(db.write(insert("b"))), asyncio.ensure_future(db.write(insert("c")))
+        await asyncio.sleep(0.01)
+        first.cancel()  # its batch keeps running on the writer thread
+        await asyncio.sleep(0.01)
+        second.cancel()  # it now leads the batch of second and third
+        await asyncio.wait_for(asyncio.shield(third), 5)
+        assert first.cancelled() and second.cancelled()
+        assert sorted(await db.read(lambda c: [r[0] for r in c.execute("SELECT v FROM t")])) == ["a", "c"]
+    finally:
+        await db.close()
+
+
+async def test_a_lookup_connection_left_inside_a_read_recovers(rt: Runtime) -> None:
+    s = await rt.sessions.create([user("x")])
+    assert rt.db._here is not None
+    rt.db._here.execute("BEGIN")  # as if an interrupt had landed between a lookup's read and its ROLLBACK
+    assert (await rt.sessions.info(s.id)).length == 1
