@@ -143,7 +143,7 @@ class RunService:
 
     # -- reading -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> Run:
-        return await self.db.lookup(lambda conn: _load_run(conn, self.scope, run_id))
+        return await self.db.read(lambda conn: _load_run(conn, self.scope, run_id))
 
     async def wait(self, run_id: str, timeout_s: float) -> Run:
         """Return when the run is terminal, waiting on a human, needs review, or ``timeout_s`` passed."""

@@ -276,7 +276,7 @@ class SQLiteMemoryStore:
             ).fetchone()
             return None if row is None else _item(row)
 
-        return await self.db.lookup(read)  # one row by a unique key
+        return await self.db.read(read)
 
     async def ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of items starting with ``prefix``, newest first."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -301,22 +301,25 @@ class SQLiteDatabase:
             raise StoreError("the database is closed")
         return await readers.run(partial(_in_snapshot, fn))
 
-    async def lookup(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run a point read ``fn(conn)`` right here, on the event loop's thread, as one snapshot.
+    async def lookup(self, fn: Callable[[sqlite3.Connection], T], *, small: Callable[[sqlite3.Connection], bool]) -> T:
+        """Run a small point read ``fn(conn)`` right here, on the event loop's thread, as one snapshot.
 
-        For reads of a few rows by key (a session's fields, one page of its chunks). Handing such
+        For reads of a few rows by key (a session's fields and one page of its chunks). Handing such
         a read to a reader thread costs more than the read: in a server woken by a request, the two
         thread wake-ups of a hop measured about 250 microseconds, the read 100 to 300; and under
         the GIL the Python half of a read (rows into models) would not run beside the loop anyway.
-        Anything that scans goes through ``read``. Should the file be locked (another process
-        recovering the WAL), the read moves to a reader thread rather than block the loop.
+        ``small(conn)`` is asked first, in the same snapshot, whether the rows are small enough (a
+        cheap count of their size); when they are not, or the file is locked (another process
+        recovering the WAL), the read goes to a reader thread rather than hold up the loop.
         """
         conn = self._here
         if conn is None:
             raise StoreError("the database is closed")
         await anyio.lowlevel.checkpoint_if_cancelled()
         try:
-            return _in_snapshot(fn, conn)
+            done, value = _in_snapshot(lambda c: (True, fn(c)) if small(c) else (False, None), conn)
+            if done:
+                return cast(T, value)
         except sqlite3.OperationalError as exc:
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise

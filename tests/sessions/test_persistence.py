@@ -249,7 +249,7 @@ async def test_reads_and_writes_after_close_fail_clearly(home: Path) -> None:
     with pytest.raises(StoreError, match="the database is closed"):
         await db.write(lambda c: c.execute("SELECT 1").fetchone())
     with pytest.raises(StoreError, match="the database is closed"):
-        await db.lookup(lambda c: c.execute("SELECT 1").fetchone())
+        await db.lookup(lambda c: c.execute("SELECT 1").fetchone(), small=lambda c: True)
 
 
 async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_file_is_locked(rt: Runtime) -> None:
@@ -265,33 +265,40 @@ async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_fi
             raise busy
         return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
-    assert await rt.db.lookup(read) == 0
+    assert await rt.db.lookup(read, small=lambda c: True) == 0
     assert threads[0] == threading.main_thread().name and threads[1].startswith("rath-sqlite-reader")
     with pytest.raises(sqlite3.OperationalError, match="no such table"):  # other errors are the caller's
-        await rt.db.lookup(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
+        await rt.db.lookup(lambda c: c.execute("SELECT * FROM no_such_table").fetchall(), small=lambda c: True)
     s = await rt.sessions.create([user("x")])
-    assert (await rt.db.lookup(lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0])) == 1
+    count = await rt.db.lookup(lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0], small=lambda c: True)
+    assert count == 1
     assert (await rt.sessions.window(s.id, 0, 10))[1][0].content == "x"
 
 
-async def test_a_bounded_page_is_a_point_read_and_a_whole_session_goes_to_a_reader(rt: Runtime) -> None:
+async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_on_a_reader(rt: Runtime) -> None:
     s = await rt.sessions.create([user(str(i)) for i in range(3)])
     threads: list[str] = []
     real_lookup, real_read = rt.db.lookup, rt.db.read
 
-    async def lookup(fn: Any) -> Any:
+    async def lookup(fn: Any, *, small: Any) -> Any:
         threads.append("lookup")
-        return await real_lookup(fn)
+        return await real_lookup(fn, small=small)
 
     async def read(fn: Any) -> Any:
         threads.append("read")
         return await real_read(fn)
 
     rt.db.lookup, rt.db.read = lookup, read  # type: ignore[method-assign]
-    assert len((await rt.sessions.window(s.id, 0, 500))[1]) == 3
-    assert len((await rt.sessions.window(s.id, 0, 501))[1]) == 3
+    assert len((await rt.sessions.window(s.id, 0, 100))[1]) == 3
+    assert threads == ["lookup"]  # and lookup read it in place: no read() after it
+    assert len((await rt.sessions.window(s.id, 0, 101))[1]) == 3
     assert len((await rt.sessions.get(s.id)).chunks) == 3
     assert threads == ["lookup", "read", "read"]
+    big = await rt.sessions.create([user("x" * 200_000), user("y" * 100_000)])
+    threads.clear()
+    page = (await rt.sessions.window(big.id, 0, 2))[1]
+    assert [len(c.content) for c in page] == [200_000, 100_000]
+    assert threads == ["lookup", "read"]  # over 256k characters: lookup handed it to a reader thread
 
 
 async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write(home: Path) -> None:
