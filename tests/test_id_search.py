@@ -49,3 +49,19 @@ async def test_the_in_memory_session_store_searches_ids_like_the_sqlite_one() ->
     assert await sessions.ids() == made[::-1]
     assert await sessions.ids(made[2]) == [made[2]]
     assert await sessions.ids("ses_", limit=1) == [made[2]]
+
+
+async def test_each_id_search_is_a_range_scan_on_an_index_not_a_sort(rt: Runtime) -> None:
+    """Completion asks on every keystroke: no id search may scan and sort a whole tenant/project."""
+    lo, hi = "x_", "x_\U0010ffff"
+    tables = {"sessions": " AND stub = 0", "runs": "", "memory_items": ""}
+    for table, extra in tables.items():
+        where = f"tenant = ? AND project = ?{extra} AND id >= ? AND id < ?"
+        sql = f"SELECT id FROM {table} WHERE {where} ORDER BY id DESC LIMIT 101"  # as the stores ask it
+        plan = " | ".join(
+            r[3]
+            for r in await rt.db.read(
+                lambda c, q=sql: c.execute("EXPLAIN QUERY PLAN " + q, ("t", "p", lo, hi)).fetchall()
+            )
+        )
+        assert "USING" in plan and "INDEX" in plan and "TEMP B-TREE" not in plan, (table, plan)

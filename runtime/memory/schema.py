@@ -46,4 +46,10 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX memory_items_digest ON memory_items (tenant, project, scope, digest);
         """,
     ),
+    Migration(
+        "0202_memory_id_scope",
+        """
+        CREATE INDEX memory_items_scope_id ON memory_items (tenant, project, id);
+        """,
+    ),
 ]
