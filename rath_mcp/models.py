@@ -6,11 +6,30 @@ models are the one place its values take their wire shape.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from runtime.sessions import Chunk, LineageGraph, SessionInfo
+
+#: JSON Schema keywords whose values are subschemas: one, a list of them, or a map of them. Only these
+#: are walked, so values that are data (``default``, ``examples``, ``const``, ``enum``) are never rewritten.
+_ONE_SUBSCHEMA = ("additionalProperties", "items", "not", "contains", "propertyNames", "if", "then", "else")
+_LIST_OF_SUBSCHEMAS = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
+_MAP_OF_SUBSCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _subschemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for key in _ONE_SUBSCHEMA:
+        if isinstance(schema.get(key), dict):
+            yield schema[key]
+    for key in _LIST_OF_SUBSCHEMAS:
+        if isinstance(schema.get(key), list):
+            yield from (sub for sub in schema[key] if isinstance(sub, dict))
+    for key in _MAP_OF_SUBSCHEMAS:
+        if isinstance(schema.get(key), dict):
+            yield from (sub for sub in schema[key].values() if isinstance(sub, dict))
 
 
 def lean_schema(schema: dict[str, Any]) -> None:
@@ -19,20 +38,22 @@ def lean_schema(schema: dict[str, Any]) -> None:
     A client checks every structured result against the tool's outputSchema, and the Python SDK's
     ``jsonschema`` spends about 8 microseconds per subschema it descends into: so drop
     ``additionalProperties: true`` (the default, yet checked key by key) and turn ``anyOf: [{type:
-    X}, {type: null}]`` into ``type: [X, "null"]`` (one check instead of two descents).
+    X}, {type: null}]`` into ``type: [X, "null"]`` (one check instead of two descents). Subschemas
+    are made lean first, so a nullable object collapses too.
     """
+    for sub in _subschemas(schema):
+        lean_schema(sub)
     if schema.get("additionalProperties") is True:
         del schema["additionalProperties"]
     options = schema.get("anyOf")
-    if isinstance(options, list) and all(isinstance(o, dict) and set(o) == {"type"} for o in options):
-        types = [o["type"] for o in options]
-        if all(isinstance(t, str) for t in types):
-            del schema["anyOf"]
-            schema["type"] = types
-    for value in schema.values():
-        for sub in value if isinstance(value, list) else [value]:
-            if isinstance(sub, dict):
-                lean_schema(sub)
+    if isinstance(options, list) and options and all(_plain_type(o) for o in options) and "type" not in schema:
+        del schema["anyOf"]
+        schema["type"] = [o["type"] for o in options]
+
+
+def _plain_type(schema: Any) -> bool:
+    """``{"type": "<name>"}`` and nothing else."""
+    return isinstance(schema, dict) and set(schema) == {"type"} and isinstance(schema["type"], str)
 
 
 class WireModel(BaseModel):
