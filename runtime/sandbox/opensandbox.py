@@ -123,30 +123,55 @@ class OpenSandboxBackend:
 
     async def open(self, workspace: str) -> OpenSandboxSandbox:
         check_workspace_name(workspace)
-        s = self.settings
         existing = await self._find(workspace)
+        return await (self._create(workspace) if existing is None else self._connect(workspace, existing))
+
+    async def _connect(self, workspace: str, sandbox_id: str) -> OpenSandboxSandbox:
         try:
-            if existing is not None:
-                sdk = await SdkSandbox.connect(
-                    existing, connection_config=self._config(), connect_timeout=timedelta(seconds=s.ready_timeout_s)
-                )
-            else:
-                sdk = await SdkSandbox.create(
-                    s.image,
-                    metadata=self._labels(workspace),
-                    timeout=None if s.sandbox_timeout_s is None else timedelta(seconds=s.sandbox_timeout_s),
-                    ready_timeout=timedelta(seconds=s.ready_timeout_s),
-                    connection_config=self._config(),
-                )
-                await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
+            sdk = await SdkSandbox.connect(
+                sandbox_id,
+                connection_config=self._config(),
+                connect_timeout=timedelta(seconds=self.settings.ready_timeout_s),
+            )
         except SandboxException as exc:
             raise translate(exc, f"open workspace {workspace!r}") from exc
+        return self._box(workspace, sdk)
+
+    async def _create(self, workspace: str) -> OpenSandboxSandbox:
+        """A new container for ``workspace``; if it cannot be made ready, it is killed, not left behind."""
+        s = self.settings
+        try:
+            sdk = await SdkSandbox.create(
+                s.image,
+                metadata=self._labels(workspace),
+                timeout=None if s.sandbox_timeout_s is None else timedelta(seconds=s.sandbox_timeout_s),
+                ready_timeout=timedelta(seconds=s.ready_timeout_s),
+                connection_config=self._config(),
+            )
+        except SandboxException as exc:
+            raise translate(exc, f"open workspace {workspace!r}") from exc
+        try:
+            await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxException):
+                await sdk.kill()
+            if isinstance(exc, SandboxException):
+                raise translate(exc, f"open workspace {workspace!r}") from exc
+            raise
+        return self._box(workspace, sdk)
+
+    def _box(self, workspace: str, sdk: SdkSandbox) -> OpenSandboxSandbox:
+        s = self.settings
         return OpenSandboxSandbox(
             workspace, sdk, root_dir=s.root_dir, max_output_bytes=s.max_output_bytes, max_file_bytes=s.max_file_bytes
         )
 
     async def clone(self, src_workspace: str, dst_workspace: str) -> None:
-        """Copy through a tar archive: there is no server-side copy between containers."""
+        """Copy through a tar archive: there is no server-side copy between containers.
+
+        The target is a container this call creates (never one it finds), and if the copy fails that
+        container is killed by its own id, so a retry can run and nobody else's workspace is touched.
+        """
         check_workspace_name(dst_workspace)
         if await self._find(src_workspace) is None:
             raise SandboxFileNotFoundError(f"workspace {src_workspace!r} does not exist; open it first")
@@ -165,19 +190,21 @@ class OpenSandboxBackend:
                 await src.run_command(["rm", "-f", archive])
             finally:
                 await src.close()
-        dst = await self.open(dst_workspace)
+        if await self._find(dst_workspace) is not None:  # made by someone else while we packed
+            raise WorkspaceExistsError(f"workspace {dst_workspace!r} already exists; choose a new name or destroy it")
+        dst = await self._create(dst_workspace)
         try:
             await dst.sdk.files.write_file(remote, data, mode=644)
             unpacked = await dst.run_command(f"tar -xf {archive} && rm -f {archive}", timeout_s=300)
             if unpacked.exit_code != 0:
                 raise SandboxError(f"could not unpack into workspace {dst_workspace!r}: {unpacked.stderr.strip()}")
         except BaseException:
-            with anyio.CancelScope(shield=True):  # a half-made copy would make a retry say "already exists"
-                await dst.close()
-                with contextlib.suppress(SandboxError):
-                    await self.destroy(dst_workspace)
+            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxException, SandboxError):
+                await dst.sdk.kill()  # the half-made copy: ours, by its own id
             raise
-        await dst.close()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await dst.close()
 
     async def destroy(self, workspace: str) -> None:
         check_workspace_name(workspace)
