@@ -148,6 +148,9 @@ class _ConnectionThreads:
                     loop.call_soon_threadsafe(_settle, future, result, error)
                 except RuntimeError:  # the event loop is gone: nobody is waiting
                     pass
+                # Drop this job's references now: kept until the next job, a large result would stay
+                # in memory while idle and its freeing would be charged to whoever comes next.
+                del job, fn, loop, future, result, error
         finally:
             conn.close()
 
