@@ -114,6 +114,8 @@ class _ConnectionThreads:
             while not future.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.shield(future)
+            if not future.cancelled():
+                future.exception()  # seen: the cancellation is what the caller gets
             raise
 
     def stop(self) -> None:
