@@ -84,4 +84,10 @@ MIGRATIONS = [
             AND (SELECT count(*) FROM session_parents p WHERE p.child_id = sessions.id) = 1;
         """,
     ),
+    Migration(
+        "0003_session_chars",
+        """
+        ALTER TABLE sessions ADD COLUMN chars INTEGER;
+        """,
+    ),
 ]

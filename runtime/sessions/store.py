@@ -80,11 +80,20 @@ class SessionStore(Protocol):
     async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]: ...
 
 
-#: The largest page of chunks read in place on the event loop (``SQLiteDatabase.lookup``). Measured hot,
-#: a page costs about 5 us a chunk plus 1 us per 1,000 characters: 100 chunks or 256k characters hold the
-#: loop for half a millisecond at most (the MCP default page is 50 chunks). Larger pages use a reader thread.
+#: What is read in place on the event loop (``SQLiteDatabase.lookup``): a page of at most 100 chunks of a
+#: session of at most 256k characters in at most 16 segments. Measured hot, a page costs about 5 us a chunk
+#: plus 1 us per 1,000 characters, and a segment 3 us: half a millisecond of loop time at most (the MCP
+#: default page is 50 chunks). Anything larger uses a reader thread. The size is the session row's
+#: ``chars``, kept at every write, so checking it reads no chunk.
 POINT_READ_CHUNKS = 100
 POINT_READ_CHARS = 256_000
+POINT_READ_SEGMENTS = 16
+
+
+def _chars(chunk: Chunk) -> int:
+    calls = chunk.tool_calls or ()
+    return len(chunk.content) + sum(len(c.function.name) + len(c.function.arguments) for c in calls)
+
 
 _INFO_COLUMNS = (
     "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
@@ -157,10 +166,12 @@ class SQLiteSessionStore:
         return await self.db.write(write)
 
     def _insert_one(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
-        segment_id, length = None, 0
+        segment_id, length, chars = None, 0, 0
         if new.base_of is not None:
-            row = self._row(conn, new.base_of, "segment_id, length")
-            segment_id, length = row["segment_id"], row["length"]
+            row = self._row(conn, new.base_of, "segment_id, length, chars")
+            segment_id, length, chars = row["segment_id"], row["length"], row["chars"]
+        if chars is not None:  # unknown for sessions written before 0003: it stays unknown
+            chars += sum(_chars(sc.chunk) for sc in new.chunks)
         if new.chunks:
             segment_id, length = self._extend(conn, segment_id, length, new.chunks)
         session_id = new.id or new_id("ses")
@@ -169,7 +180,7 @@ class SQLiteSessionStore:
         created_at = new.created_at if new.created_at is not None else now()
         conn.execute(
             "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
-            " created_at, own_usage) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " created_at, own_usage, chars) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 session_id,
                 self.tenant,
@@ -182,6 +193,7 @@ class SQLiteSessionStore:
                 json.dumps(new.metadata, sort_keys=True),
                 created_at,
                 (new.own_usage if new.own_usage is not None else new.usage).model_dump_json(),
+                chars,
             ),
         )
         conn.executemany(
@@ -298,18 +310,24 @@ class SQLiteSessionStore:
     async def snapshot(
         self, session_id: str, offset: int = 0, limit: int | None = None
     ) -> tuple[SessionInfo, list[StoredChunk]]:
-        """A session's fields and a page of its chunks from one consistent read: in place when the page
-        is small (at most ``POINT_READ_CHUNKS`` chunks and ``POINT_READ_CHARS`` characters), else on a
-        reader thread."""
+        """A session's fields and a page of its chunks from one consistent read: in place when it is
+        small (a page of at most ``POINT_READ_CHUNKS`` chunks, of a session of at most ``POINT_READ_CHARS``
+        characters in at most ``POINT_READ_SEGMENTS`` segments), else on a reader thread."""
 
         def read(conn: sqlite3.Connection) -> tuple[SessionInfo, list[StoredChunk]]:
             return self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit)
 
         def small(conn: sqlite3.Connection) -> bool:
-            sized = "SELECT coalesce(sum(length(content) + coalesce(length(tool_calls), 0)), 0) FROM chunks"
-            where = " WHERE segment_id = ? AND idx >= ? AND idx < ?"
-            ranges = self._ranges(conn, session_id, offset, limit)
-            return sum(int(conn.execute(sized + where, r).fetchone()[0]) for r in ranges) <= POINT_READ_CHARS
+            """Known small from the session's row: its whole text, and its chain of segments (walked at most so far)."""
+            row = self._row(conn, session_id, "segment_id, chars")
+            if row["chars"] is None or row["chars"] > POINT_READ_CHARS:
+                return False
+            segment = row["segment_id"]
+            for _ in range(POINT_READ_SEGMENTS):
+                if segment is None:
+                    return True
+                segment = conn.execute("SELECT parent_id FROM segments WHERE id = ?", (segment,)).fetchone()[0]
+            return segment is None
 
         if limit is None or limit > POINT_READ_CHUNKS:
             return await self.db.read(read)

@@ -111,9 +111,10 @@ class _ConnectionThreads:
         try:
             return await asyncio.shield(future)  # a cancel reaches only the shield: the job stays wanted
         except asyncio.CancelledError:
-            while not future.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(future)
+            with anyio.CancelScope(shield=True):  # no re-delivered anyio cancel while we wait it out
+                while not future.done():
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.wait([future])  # returns when done, whatever the job raised
             if not future.cancelled():
                 future.exception()  # seen: the cancellation is what the caller gets
             raise
@@ -237,7 +238,12 @@ class SQLiteDatabase:
                         self._pending.remove(item)
                     raise
                 continue
-            await self._lead_batch()
+            try:
+                await self._lead_batch()
+            except BaseException:
+                if item in self._pending:  # handed back unrun (the leader was torn down): withdraw it
+                    self._pending.remove(item)
+                raise
         if item.error is not None:
             raise item.error
         return item.result  # type: ignore[no-any-return]
@@ -257,9 +263,9 @@ class SQLiteDatabase:
                         return
                     await writer.run(lambda conn: self._commit_batch(conn, items), finish=True)
         finally:
-            for item in items:
-                if not item.done:  # the batch never reached the writer (its leader was torn down): nothing written
-                    item.error, item.done = StoreError("the write was not run: its batch was abandoned"), True
+            # A batch that never reached the writer (its leader torn down while queueing for it) wrote
+            # nothing: its writes go back to the front of the queue, for the next leader to take.
+            self._pending[:0] = [item for item in items if not item.done]
             self._batch = None
             batch.finished.set()
 

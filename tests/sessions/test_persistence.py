@@ -294,11 +294,23 @@ async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_
     assert len((await rt.sessions.window(s.id, 0, 101))[1]) == 3
     assert len((await rt.sessions.get(s.id)).chunks) == 3
     assert threads == ["lookup", "read", "read"]
-    big = await rt.sessions.create([user("x" * 200_000), user("y" * 100_000)])
+    big = await rt.sessions.create([user("x" * 200_000), user("\x00" + "y" * 100_000)])  # a NUL counts too
     threads.clear()
     page = (await rt.sessions.window(big.id, 0, 2))[1]
-    assert [len(c.content) for c in page] == [200_000, 100_000]
+    assert [len(c.content) for c in page] == [200_000, 100_001]
     assert threads == ["lookup", "read"]  # over 256k characters: lookup handed it to a reader thread
+    grown = await rt.sessions.append((await rt.sessions.fork(s.id))[0].id, [user("z" * 300_000)])
+    threads.clear()
+    assert [c.content for c in (await rt.sessions.window(grown.id, 0, 3))[1]] == ["0", "1", "2"]
+    assert threads == ["lookup", "read"]  # a small page of a large session: the session's size decides
+    deep = s
+    for i in range(17):  # the fork's append finds the tip taken, so it starts a new segment
+        branch = (await rt.sessions.fork(deep.id))[0]
+        await rt.sessions.append(deep.id, [user("takes the tip")])
+        deep = await rt.sessions.append(branch.id, [user(f"d{i}")])
+    threads.clear()
+    assert len((await rt.sessions.window(deep.id, 0, 5))[1]) == 5
+    assert threads == ["lookup", "read"]  # more than 16 segments to walk
 
 
 async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write(home: Path) -> None:
@@ -337,3 +349,33 @@ async def test_a_lookup_connection_left_inside_a_read_recovers(rt: Runtime) -> N
     assert rt.db._here is not None
     rt.db._here.execute("BEGIN")  # as if an interrupt had landed between a lookup's read and its ROLLBACK
     assert (await rt.sessions.info(s.id)).length == 1
+
+
+async def test_a_leader_cancelled_before_its_batch_runs_hands_the_other_writes_back(home: Path) -> None:
+    """A leader torn down (plain asyncio cancel) while queueing for the writer wrote nothing: its own
+    write is withdrawn and the writes it carried go to the next leader, not to an error."""
+    import asyncio
+
+    db = SQLiteDatabase(home / "db.sqlite")
+    await db.open([Migration("t", "CREATE TABLE t (v TEXT);")])
+    try:
+
+        def insert(value: str, pause: float = 0.0) -> Callable[[sqlite3.Connection], str]:
+            def write(conn: sqlite3.Connection) -> str:
+                time.sleep(pause)
+                conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+                return value
+
+            return write
+
+        first = asyncio.ensure_future(db.write(insert("a", pause=0.2)))
+        await asyncio.sleep(0.05)
+        second, third = asyncio.ensure_future(db.write(insert("b"))), asyncio.ensure_future(db.write(insert("c")))
+        await asyncio.sleep(0.01)
+        await first
+        second.cancel()  # it now leads [second, third] and is queueing for the writer
+        results = await asyncio.gather(second, third, return_exceptions=True)
+        assert isinstance(results[0], asyncio.CancelledError) and results[1] == "c"
+        assert sorted(await db.read(lambda c: [r[0] for r in c.execute("SELECT v FROM t")])) == ["a", "c"]
+    finally:
+        await db.close()
