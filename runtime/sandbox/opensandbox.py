@@ -39,6 +39,7 @@ from runtime.sandbox.workspaces import WorkspaceExistsError
 
 WORKSPACE_LABEL = "rath-workspace"
 NAMESPACE_LABEL = "rath-namespace"
+ATTEMPT_LABEL = "rath-attempt"  # one creation attempt, so a container whose start failed can be found and killed
 
 
 @dataclass(frozen=True)
@@ -138,27 +139,44 @@ class OpenSandboxBackend:
         return self._box(workspace, sdk)
 
     async def _create(self, workspace: str) -> OpenSandboxSandbox:
-        """A new container for ``workspace``; if it cannot be made ready, it is killed, not left behind."""
+        """A new container for ``workspace``. If it cannot be made ready (an error, a timeout, a
+        cancel mid-start), it is killed, not left behind for the next ``open`` to attach to: it is
+        found again by a label naming this one attempt."""
         s = self.settings
+        attempt = {**self._labels(workspace), ATTEMPT_LABEL: uuid.uuid4().hex}
         try:
             sdk = await SdkSandbox.create(
                 s.image,
-                metadata=self._labels(workspace),
+                metadata=attempt,
                 timeout=None if s.sandbox_timeout_s is None else timedelta(seconds=s.sandbox_timeout_s),
                 ready_timeout=timedelta(seconds=s.ready_timeout_s),
                 connection_config=self._config(),
             )
-        except SandboxException as exc:
-            raise translate(exc, f"open workspace {workspace!r}") from exc
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await self._kill_labelled(attempt)
+            if isinstance(exc, SandboxException):
+                raise translate(exc, f"open workspace {workspace!r}") from exc
+            raise
         try:
             await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
         except BaseException as exc:
-            with anyio.CancelScope(shield=True), contextlib.suppress(SandboxException):
-                await sdk.kill()
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(SandboxException):
+                    await sdk.kill()
+                await sdk.close()
             if isinstance(exc, SandboxException):
                 raise translate(exc, f"open workspace {workspace!r}") from exc
             raise
         return self._box(workspace, sdk)
+
+    async def _kill_labelled(self, labels: dict[str, str]) -> None:
+        """Kill every running container carrying ``labels`` (best effort: this is already cleanup)."""
+        with contextlib.suppress(SandboxException, SandboxError):
+            manager = await self._manager()
+            page = await manager.list_sandbox_infos(SandboxFilter(states=["Running"], metadata=labels, page_size=10))
+            for info in page.sandbox_infos:
+                await manager.kill_sandbox(info.id)
 
     def _box(self, workspace: str, sdk: SdkSandbox) -> OpenSandboxSandbox:
         s = self.settings

@@ -95,14 +95,19 @@ async def _pump(stream: asyncio.StreamReader, kind: str, queue: asyncio.Queue[tu
     await queue.put(None)
 
 
-#: Fault injection: in a sandbox whose workspace name starts with this, unpacking a tar fails as on a full disk.
+#: Fault injection, by workspace name: in a sandbox whose name starts with ``full-disk``, unpacking a tar
+#: fails as on a full disk; one whose name starts with ``slow-start`` never answers its readiness ping.
 FULL_DISK_PREFIX = "full-disk"
+SLOW_START_PREFIX = "slow-start"
+
+
+def _workspace(sandbox: SandboxState) -> str:
+    return next((v for k, v in sandbox.metadata.items() if k.endswith("workspace")), "")
 
 
 async def _start(sandbox: SandboxState, body: dict[str, Any]) -> asyncio.subprocess.Process:
     argv = ["sh", "-c", body["command"]] if body.get("command") else list(body["argv"])
-    full_disk = any(v.startswith(FULL_DISK_PREFIX) for k, v in sandbox.metadata.items() if k.endswith("workspace"))
-    if full_disk and "tar -x" in " ".join(argv):
+    if _workspace(sandbox).startswith(FULL_DISK_PREFIX) and "tar -x" in " ".join(argv):
         argv = ["sh", "-c", "echo 'tar: ./big.bin: Cannot write: No space left on device' >&2; exit 2"]
     cwd = host_path(sandbox, body.get("cwd") or "/workspace")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(sandbox.root / "workspace"), "LANG": "C.UTF-8"}
@@ -187,6 +192,9 @@ def execd_routes(emu: Emulator) -> list[Route]:
         return wrapper
 
     async def ping(request: Request, sandbox: SandboxState) -> Response:
+        if _workspace(sandbox).startswith(SLOW_START_PREFIX):  # never ready: a start the caller gives up on
+            await asyncio.sleep(0.2)
+            return Response(status_code=503)
         return Response(status_code=200)
 
     async def command(request: Request, sandbox: SandboxState) -> Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 
+import anyio
 import httpx
 import pytest
 
@@ -138,4 +139,23 @@ async def test_a_clone_that_fails_to_unpack_removes_the_half_made_copy_so_a_retr
         await parent.close()
         for name in ("parent", "full-disk-copy", "copy"):
             await backend.destroy(name)
+        await backend.aclose()
+
+
+async def test_a_start_given_up_on_leaves_no_container_for_the_next_open(opensandbox_domain: str) -> None:
+    """The emulator never answers the readiness ping of slow-start* workspaces: the caller's cancel
+    (or the ready timeout) must kill the half-started container, not leave it for open() to attach to."""
+    backend = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="slow", ready_timeout_s=20)
+    try:
+        with anyio.move_on_after(1) as scope:
+            await backend.open("slow-start-w")
+        assert scope.cancelled_caught
+        assert await backend._find("slow-start-w") is None
+        quick = OpenSandboxBackend(opensandbox_domain, EMULATOR_API_KEY, namespace="slow", ready_timeout_s=1)
+        with pytest.raises(SandboxError):
+            await quick.open("slow-start-w")  # the SDK gives up on readiness itself
+        assert await quick._find("slow-start-w") is None
+        await quick.aclose()
+    finally:
+        await backend.destroy("slow-start-w")
         await backend.aclose()
