@@ -319,9 +319,10 @@ class SQLiteDatabase:
         a read to a reader thread costs more than the read: in a server woken by a request, the two
         thread wake-ups of a hop measured about 250 microseconds, the read 100 to 300; and under
         the GIL the Python half of a read (rows into models) would not run beside the loop anyway.
-        ``small(conn)`` is asked first, in the same snapshot, whether the rows are small enough (a
-        cheap count of their size); when they are not, or the file is locked (another process
-        recovering the WAL), the read goes to a reader thread rather than hold up the loop.
+        ``small(conn)`` is asked first, in the same snapshot, whether the rows are small enough, from
+        something cheap that reads none of them (for a session page: the session row's character
+        count and a bounded walk of its segments). When they are not, or the file is locked (another
+        process recovering the WAL), the read goes to a reader thread rather than hold up the loop.
         """
         conn = self._here
         if conn is None:
