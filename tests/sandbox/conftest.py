@@ -28,6 +28,23 @@ SMALL_CAP = 64_000  # output cap for the test backends, small so truncation test
 FILE_CAP = 300_000  # read_file limit for the test backends
 FLAVOURS = ["local-bwrap", "local-plain", "opensandbox"]
 
+#: Why the bubblewrap tests may skip. Only on a developer machine: .ci/run installs bubblewrap (and
+#: stops if it cannot) and sets CI=true, under which a missing bwrap fails these tests instead.
+BWRAP_MISSING = shutil.which("bwrap") is None
+BWRAP_SKIP_REASON = (
+    "bubblewrap is not installed on this machine, and these tests check the isolation it gives "
+    "(apt-get install bubblewrap); under CI they fail instead of skipping"
+)
+needs_bwrap = pytest.mark.skipif(BWRAP_MISSING and not os.environ.get("CI"), reason=BWRAP_SKIP_REASON)
+
+
+def require_bwrap() -> None:
+    """Skip (developer machine) or fail (CI) when bubblewrap is missing."""
+    if BWRAP_MISSING:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but bubblewrap is missing: .ci/run must `apt-get install bubblewrap`")
+        pytest.skip(BWRAP_SKIP_REASON)
+
 
 @pytest.fixture(scope="session")
 def opensandbox_domain() -> Iterator[str]:
@@ -54,8 +71,7 @@ def opensandbox_domain() -> Iterator[str]:
 
 def make_backend(flavour: str, root: Path, request: pytest.FixtureRequest) -> Backend:
     if flavour == "local-bwrap":
-        if shutil.which("bwrap") is None:
-            pytest.skip("bubblewrap is not installed here (CI installs it: apt-get install bubblewrap)")
+        require_bwrap()
         return LocalBackend(root, use_bwrap=True, max_output_bytes=SMALL_CAP, max_file_bytes=FILE_CAP)
     if flavour == "local-plain":
         return LocalBackend(root, use_bwrap=False, max_output_bytes=SMALL_CAP, max_file_bytes=FILE_CAP)

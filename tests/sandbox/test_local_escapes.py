@@ -18,15 +18,15 @@ import pytest
 from runtime.sandbox import NotAFileError, PathEscapeError, SandboxError
 from runtime.sandbox.local import LocalBackend, LocalSandbox
 from runtime.sandbox.paths import open_dir_beneath
+from tests.sandbox.conftest import needs_bwrap, require_bwrap
 
 pytestmark = pytest.mark.anyio
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed (CI installs it)")
 
 
 @pytest.fixture(params=["bwrap", "plain"])
 async def local(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LocalSandbox]:
-    if request.param == "bwrap" and shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap not installed (CI installs it)")
+    if request.param == "bwrap":
+        require_bwrap()
     backend = LocalBackend(tmp_path / "workspaces", use_bwrap=request.param == "bwrap", max_output_bytes=10_000)
     (tmp_path / "secret.txt").write_text("host secret")
     sandbox = await backend.open("ws")
