@@ -313,6 +313,17 @@ async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_
     assert threads == ["lookup", "read"]  # more than 16 segments to walk
 
 
+def insert(value: str, pause: float = 0.0) -> Callable[[sqlite3.Connection], str]:
+    """A write of ``value`` into table ``t`` that first holds the writer for ``pause`` seconds."""
+
+    def write(conn: sqlite3.Connection) -> str:
+        time.sleep(pause)
+        conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+        return value
+
+    return write
+
+
 async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write(home: Path) -> None:
     """asyncio's own cancel (wait_for, loop shutdown) gets past anyio's shield: a cancelled leader
     still waits for its batch (its write is committed), a writer cancelled before its write was
@@ -320,16 +331,8 @@ async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write
     import asyncio
 
     db = SQLiteDatabase(home / "db.sqlite")
-    await db.open([Migration("t", "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT);")])
+    await db.open([Migration("t", "CREATE TABLE t (v TEXT);")])
     try:
-
-        def insert(value: str, pause: float = 0.0) -> Callable[[sqlite3.Connection], None]:
-            def write(conn: sqlite3.Connection) -> None:
-                time.sleep(pause)
-                conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
-
-            return write
-
         first = asyncio.ensure_future(db.write(insert("a", pause=0.3)))
         await asyncio.sleep(0.05)
         second, third = asyncio.ensure_future(db.write(insert("b"))), asyncio.ensure_future(db.write(insert("c")))
@@ -359,15 +362,6 @@ async def test_a_leader_cancelled_before_its_batch_runs_hands_the_other_writes_b
     db = SQLiteDatabase(home / "db.sqlite")
     await db.open([Migration("t", "CREATE TABLE t (v TEXT);")])
     try:
-
-        def insert(value: str, pause: float = 0.0) -> Callable[[sqlite3.Connection], str]:
-            def write(conn: sqlite3.Connection) -> str:
-                time.sleep(pause)
-                conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
-                return value
-
-            return write
-
         first = asyncio.ensure_future(db.write(insert("a", pause=0.2)))
         await asyncio.sleep(0.05)
         second, third = asyncio.ensure_future(db.write(insert("b"))), asyncio.ensure_future(db.write(insert("c")))
