@@ -14,6 +14,7 @@ from mcp_types import Completion, CompletionArgument, CompletionContext, PromptR
 
 from rath_mcp.errors import translate_prompt
 from runtime import Runtime
+from runtime.ids import MAX_ID_PREFIX
 
 MAX_COMPLETIONS = 100
 
@@ -74,7 +75,7 @@ async def candidates(rt: Runtime, name: str, prefix: str) -> list[str] | None:
     first), found by a range scan on the id, however many there are; None for arguments we do not complete."""
     if name in ("workflow", "name"):
         return [n for n in rt.workflows.names() if n.startswith(prefix)]
-    if len(prefix) > 100:  # no id is that long
+    if len(prefix) > MAX_ID_PREFIX:  # no id is that long: nothing to offer (the runtime would refuse it)
         return []
     if name == "run_id":
         return await rt.runs.ids(prefix, MAX_COMPLETIONS + 1)

@@ -27,11 +27,12 @@ def now() -> float:
 
 
 MAX_ID_SEARCH = 1000
+MAX_ID_PREFIX = 100  # no id is that long
 
 
 def check_id_search(prefix: str, limit: int) -> None:
     """Refuse a malformed search for ids by prefix (what completion asks for)."""
-    if not isinstance(prefix, str) or len(prefix) > 100:
-        raise InvalidInputError("prefix must be text of at most 100 characters, such as 'ses_01a2'")
+    if not isinstance(prefix, str) or len(prefix) > MAX_ID_PREFIX:
+        raise InvalidInputError(f"prefix must be text of at most {MAX_ID_PREFIX} characters, such as 'ses_01a2'")
     if not isinstance(limit, int) or not 1 <= limit <= MAX_ID_SEARCH:
         raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_ID_SEARCH} (got {limit!r})")

@@ -10,6 +10,7 @@ import pytest
 from runtime import InvalidInputError, Runtime
 from runtime.sessions import SessionService
 from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
+from runtime.store.sqlite import id_search_sql, prefix_bounds
 
 pytestmark = pytest.mark.anyio
 
@@ -53,15 +54,8 @@ async def test_the_in_memory_session_store_searches_ids_like_the_sqlite_one() ->
 
 async def test_each_id_search_is_a_range_scan_on_an_index_not_a_sort(rt: Runtime) -> None:
     """Completion asks on every keystroke: no id search may scan and sort a whole tenant/project."""
-    lo, hi = "x_", "x_\U0010ffff"
-    tables = {"sessions": " AND stub = 0", "runs": "", "memory_items": ""}
-    for table, extra in tables.items():
-        where = f"tenant = ? AND project = ?{extra} AND id >= ? AND id < ?"
-        sql = f"SELECT id FROM {table} WHERE {where} ORDER BY id DESC LIMIT 101"  # as the stores ask it
-        plan = " | ".join(
-            r[3]
-            for r in await rt.db.read(
-                lambda c, q=sql: c.execute("EXPLAIN QUERY PLAN " + q, ("t", "p", lo, hi)).fetchall()
-            )
-        )
+    args = ("t", "p", *prefix_bounds("x_"), 101)
+    for table, also in {"sessions": " AND stub = 0", "runs": "", "memory_items": ""}.items():
+        sql = "EXPLAIN QUERY PLAN " + id_search_sql(table, also)  # the query the stores run
+        plan = " | ".join(r[3] for r in await rt.db.read(lambda c, q=sql: c.execute(q, args).fetchall()))
         assert "USING" in plan and "INDEX" in plan and "TEMP B-TREE" not in plan, (table, plan)

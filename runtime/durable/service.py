@@ -20,7 +20,7 @@ from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, 
 from runtime.durable.store import Scope, dumps, end_unheld, insert_run, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError
 from runtime.ids import check_id_search, now
-from runtime.store.sqlite import prefix_bounds
+from runtime.store.sqlite import search_ids
 
 if TYPE_CHECKING:
     from runtime.durable.worker import Worker
@@ -169,10 +169,7 @@ class RunService:
     async def ids(self, prefix: str = "", limit: int = 100) -> builtins.list[str]:
         """Ids of this scope's runs that start with ``prefix``, newest first (for completion)."""
         check_id_search(prefix, limit)
-        lo, hi = prefix_bounds(prefix)
-        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND id >= ? AND id < ? ORDER BY id DESC LIMIT ?"
-        args = (self.scope.tenant, self.scope.project, lo, hi, limit)
-        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
+        return await search_ids(self.db, "runs", self.scope.tenant, self.scope.project, prefix, limit)
 
     async def list(
         self, status: str | None = None, workflow: str | None = None, cursor: str | None = None, limit: int = 50

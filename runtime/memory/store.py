@@ -29,7 +29,7 @@ from typing import Protocol
 from runtime.ids import new_id, now
 from runtime.memory import text
 from runtime.memory.model import MemoryItem
-from runtime.store.sqlite import SQLiteDatabase, prefix_bounds
+from runtime.store.sqlite import SQLiteDatabase, prefix_bounds, search_ids
 
 _COLUMNS = "seq, id, uri, scope, content, tags, source, created_at, updated_at, tenant, project"
 SUPERSEDED = "superseded"
@@ -280,13 +280,7 @@ class SQLiteMemoryStore:
 
     async def ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of items starting with ``prefix``, newest first."""
-        lo, hi = prefix_bounds(prefix)
-        sql = (
-            "SELECT id FROM memory_items WHERE tenant = ? AND project = ? AND id >= ? AND id < ?"
-            " ORDER BY id DESC LIMIT ?"
-        )
-        args = (self.tenant, self.project, lo, hi, limit)
-        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
+        return await search_ids(self.db, "memory_items", self.tenant, self.project, prefix, limit)
 
     async def scan(self, prefix: str, limit: int, after: str | None = None) -> list[MemoryItem]:
         """Items whose URI starts with ``prefix`` (and sorts after ``after``), in URI order."""

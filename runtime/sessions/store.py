@@ -26,7 +26,7 @@ from runtime.sessions.model import (
     SessionOp,
     Usage,
 )
-from runtime.store.sqlite import SQLiteDatabase, prefix_bounds
+from runtime.store.sqlite import SQLiteDatabase, search_ids
 
 
 class StoredChunk(NamedTuple):
@@ -392,17 +392,7 @@ class SQLiteSessionStore:
 
     async def ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of sessions starting with ``prefix``, newest first."""
-        lo, hi = prefix_bounds(prefix)
-
-        def read(conn: sqlite3.Connection) -> list[str]:
-            rows = conn.execute(
-                "SELECT id FROM sessions WHERE tenant = ? AND project = ? AND stub = 0 AND id >= ? AND id < ?"
-                " ORDER BY id DESC LIMIT ?",
-                (self.tenant, self.project, lo, hi, limit),
-            )
-            return [r[0] for r in rows]
-
-        return await self.db.read(read)
+        return await search_ids(self.db, "sessions", self.tenant, self.project, prefix, limit, also=" AND stub = 0")
 
     async def lineage(
         self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int

@@ -354,6 +354,22 @@ def prefix_bounds(prefix: str) -> tuple[str, str]:
     return prefix, prefix + "\U0010ffff"
 
 
+def id_search_sql(table: str, also: str = "") -> str:
+    """A search for the ids in ``table`` that start with a prefix, newest first, within one tenant/project
+    (``also``: a further condition). It is a range scan on an index of (tenant, project, id)."""
+    return (
+        f"SELECT id FROM {table} WHERE tenant = ? AND project = ?{also} AND id >= ? AND id < ? ORDER BY id DESC LIMIT ?"
+    )
+
+
+async def search_ids(
+    db: SQLiteDatabase, table: str, tenant: str, project: str, prefix: str, limit: int, *, also: str = ""
+) -> list[str]:
+    """Run ``id_search_sql`` on a reader thread: the ids, newest first."""
+    sql, args = id_search_sql(table, also), (tenant, project, *prefix_bounds(prefix), limit)
+    return await db.read(lambda conn: [row[0] for row in conn.execute(sql, args)])
+
+
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
     """Apply the migrations not yet recorded, in order, under the database write lock."""
     conn.execute("BEGIN IMMEDIATE")
