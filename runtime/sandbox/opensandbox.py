@@ -144,6 +144,7 @@ class OpenSandboxBackend:
         found again by a label naming this one attempt."""
         s = self.settings
         attempt = {**self._labels(workspace), ATTEMPT_LABEL: uuid.uuid4().hex}
+        sdk: SdkSandbox | None = None
         try:
             sdk = await SdkSandbox.create(
                 s.image,
@@ -152,19 +153,12 @@ class OpenSandboxBackend:
                 ready_timeout=timedelta(seconds=s.ready_timeout_s),
                 connection_config=self._config(),
             )
-        except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                await self._kill_labelled(attempt)
-            if isinstance(exc, SandboxException):
-                raise translate(exc, f"open workspace {workspace!r}") from exc
-            raise
-        try:
             await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
-                with contextlib.suppress(SandboxException):
-                    await sdk.kill()
-                await sdk.close()
+                await self._kill_labelled(attempt)
+                if sdk is not None:
+                    await sdk.close()
             if isinstance(exc, SandboxException):
                 raise translate(exc, f"open workspace {workspace!r}") from exc
             raise
