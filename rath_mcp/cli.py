@@ -18,8 +18,8 @@ from rath_mcp import shell
 from rath_mcp.shell import note
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.runtime import DB_FILE
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import SQLiteDatabase, pending_migrations
+from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 EXIT_DOMAIN_ERROR = 1
 

@@ -24,14 +24,14 @@ from runtime.durable.service import RunService
 from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError
 from runtime.memory.service import MemoryService
-from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.opensandbox import OpenSandboxSettings
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
-from runtime.sessions.store import SQLiteSessionStore
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import SQLiteDatabase
+from runtime.store.sqlite.database import SQLiteDatabase
+from runtime.store.sqlite.memory import SQLiteMemoryStore
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
+from runtime.store.sqlite.sessions import SQLiteSessionStore
 from runtime.workflows import builtin_workflows
 
 DB_FILE = "rath.db"

@@ -10,7 +10,7 @@ import pytest
 from runtime import InvalidInputError, Runtime
 from runtime.sessions import SessionService
 from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
-from runtime.store.sqlite import id_search_sql, prefix_bounds
+from runtime.store.sqlite.database import id_search_sql, prefix_bounds
 
 pytestmark = pytest.mark.anyio
 

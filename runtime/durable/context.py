@@ -21,10 +21,10 @@ import anyio
 import anyio.to_thread
 
 from runtime.durable.models import Interrupt
-from runtime.durable.store import EventSpec, dumps, guarded_update
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
 from runtime.flow.workflow import Decision, EffectClass, InterruptKind, StepContext
 from runtime.ids import new_id, now
+from runtime.store.sqlite.durable import EventSpec, dumps, guarded_update
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime

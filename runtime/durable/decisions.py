@@ -8,10 +8,10 @@ from typing import Any, get_args
 import jsonschema
 
 from runtime.durable.models import loads
-from runtime.durable.store import EventSpec, Scope, dumps, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision, DecisionAction
 from runtime.ids import now
+from runtime.store.sqlite.durable import EventSpec, Scope, dumps, plain_update, run_row
 
 ACTIONS: tuple[str, ...] = get_args(DecisionAction)
 OUTCOMES = ("applied", "not_applied")

@@ -19,11 +19,11 @@ import anyio
 from runtime.durable.context import CURRENT_RUN, LiveContext
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.reconcile import settle_in_flight
-from runtime.durable.store import EventSpec, dumps, guarded_update
 from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
+from runtime.store.sqlite.durable import EventSpec, dumps, guarded_update
+from runtime.store.sqlite.reap import settle_in_flight
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime

@@ -17,10 +17,10 @@ import anyio
 
 from runtime.durable import decisions
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
-from runtime.durable.store import Scope, dumps, end_unheld, insert_run, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError
 from runtime.ids import check_id_search, now
-from runtime.store.sqlite import search_ids
+from runtime.store.sqlite.database import search_ids
+from runtime.store.sqlite.durable import Scope, dumps, end_unheld, insert_run, plain_update, run_row
 
 if TYPE_CHECKING:
     from runtime.durable.worker import Worker

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from runtime.durable import store
-from runtime.durable.reconcile import reap
 from runtime.durable.runner import RELEASE, Lease, Runner
 from runtime.errors import LeaseLostError
 from runtime.ids import now
+from runtime.store.sqlite import durable as store
+from runtime.store.sqlite.reap import reap
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime

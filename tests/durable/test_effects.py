@@ -11,10 +11,10 @@ import pytest
 from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable import Worker
 from runtime.durable.context import LiveContext
-from runtime.durable.reconcile import MAX_LOST_LEASES, reap
-from runtime.durable.store import guarded_update
 from runtime.errors import LeaseLostError
 from runtime.ids import now
+from runtime.store.sqlite.durable import guarded_update
+from runtime.store.sqlite.reap import MAX_LOST_LEASES, reap
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines, record
 

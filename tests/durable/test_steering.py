@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from runtime import Run, Runtime, run_worker
-from runtime.durable.reconcile import MAX_LOST_LEASES, reap
 from runtime.durable.worker import _resilient
+from runtime.store.sqlite.reap import MAX_LOST_LEASES, reap
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines
 

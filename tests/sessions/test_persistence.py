@@ -15,8 +15,8 @@ import pytest
 
 from runtime import InvalidInputError, NotFoundError, Runtime, Usage
 from runtime.errors import StoreError
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import Migration, SQLiteDatabase, apply_migrations, pending_migrations
+from runtime.store.sqlite.database import Migration, SQLiteDatabase, apply_migrations, pending_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 pytestmark = pytest.mark.anyio
 

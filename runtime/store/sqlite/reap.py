@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import RELEASED, EventSpec, Scope, end_unheld, plain_update
 from runtime.ids import now
+from runtime.store.sqlite.durable import RELEASED, EventSpec, Scope, end_unheld, plain_update
 
 MAX_LOST_LEASES = 3
 """A step visit whose worker vanished this many times fails the run instead of killing worker after worker."""
