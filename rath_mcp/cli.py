@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,15 +18,20 @@ import anyio
 from rath_mcp import shell
 from rath_mcp.shell import note
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
-from runtime.runtime import DB_FILE
-from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
-from runtime.store.sqlite.migrations import ALL_MIGRATIONS
+from runtime.store import apply_migrations, pending_migrations, resolve_store
 
 EXIT_DOMAIN_ERROR = 1
 
 
 def _home_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", help="state directory (default: $RATH_HOME, else ./.rath)")
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("RATH_STORE") or None,
+        metavar="URL",
+        help="sqlite:///ABSOLUTE/PATH.db or postgresql://user@host:port/dbname "
+        "(default: $RATH_STORE, else rath.db under the home)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,23 +97,22 @@ async def _serve(args: argparse.Namespace) -> int:
     from rath_mcp.transports import serve
 
     home = resolve_home(args.home)
-    async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox) as rt:
+    async with Runtime.open(home, store=args.store, workers=args.workers, sandbox=args.sandbox) as rt:
         shell.load_workflows(rt, args.workflows)
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
     return 0
 
 
 async def _migrate(args: argparse.Namespace) -> int:
-    path = resolve_home(args.home) / DB_FILE
-    pending = pending_migrations(path, ALL_MIGRATIONS)
+    url = resolve_store(args.store, resolve_home(args.home))
+    path = url.path if url.path is not None else url
     if args.check:
+        pending = await pending_migrations(url)
         for name in pending:
             print(f"pending: {name}")
         print(f"{len(pending)} migration(s) pending in {path}" if pending else f"{path} is up to date")
         return 1 if pending else 0
-    db = SQLiteDatabase(path)
-    await db.open(ALL_MIGRATIONS)
-    await db.close()
+    pending = await apply_migrations(url)
     for name in pending:
         print(f"applied: {name}")
     print(f"{path}: {len(pending)} migration(s) applied" if pending else f"{path} was already up to date")
@@ -118,7 +123,7 @@ async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     if args.workers < 1:
         raise InvalidInputError("--workers must be at least 1 for a worker process")
-    async with Runtime.open(home, workers=args.workers, lease_s=args.lease_s) as rt:
+    async with Runtime.open(home, store=args.store, workers=args.workers, lease_s=args.lease_s) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
         await shell.wait_for_stop_signal()

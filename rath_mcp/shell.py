@@ -53,7 +53,8 @@ def add_commands(sub: Any, home_arg: HomeArg) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Run one inspection command against the store under ``--home``."""
-    async with Runtime.open(resolve_home(args.home), workers=0) as rt:  # inspecting must not run work
+    home = resolve_home(args.home)
+    async with Runtime.open(home, store=args.store, workers=0) as rt:  # inspecting must not run work
         if args.command == "sessions":
             return await _sessions(rt, args)
         return await _runs(rt, args)

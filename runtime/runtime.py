@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.backend import StoreBackend
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.service import RunService
 from runtime.durable.worker import run_worker
@@ -28,13 +29,8 @@ from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.opensandbox import OpenSandboxSettings
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
-from runtime.store.sqlite.database import SQLiteDatabase
-from runtime.store.sqlite.memory import SQLiteMemoryStore
-from runtime.store.sqlite.migrations import ALL_MIGRATIONS
-from runtime.store.sqlite.sessions import SQLiteSessionStore
+from runtime.store import StoreURL, open_backend, resolve_store
 from runtime.workflows import builtin_workflows
-
-DB_FILE = "rath.db"
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -55,7 +51,7 @@ class Runtime:
     def __init__(
         self,
         home: Path,
-        db: SQLiteDatabase,
+        store: StoreBackend,
         tenant: str,
         project: str,
         task_group: TaskGroup,
@@ -64,16 +60,16 @@ class Runtime:
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
     ) -> None:
         self.home = home
-        self.db = db
+        self.store = store
         self.tenant = tenant
         self.project = project
         self.task_group = task_group
-        self.sessions = SessionService(SQLiteSessionStore(db, tenant, project))
-        self.memory = MemoryService(SQLiteMemoryStore(db, tenant, project), self.sessions)
+        self.sessions = SessionService(store.sessions(tenant, project))
+        self.memory = MemoryService(store.memory(tenant, project), self.sessions)
         self.workflows = WorkflowRegistry()
         for workflow in builtin_workflows():
             self.workflows.register(workflow)
-        self.runs = RunService(self)
+        self.runs = RunService(self, store.runs(tenant, project))
         self.providers = ProviderRegistry(home)
         self.sandboxes = SandboxRegistry(home, default_backend=sandbox, opensandbox_settings=opensandbox)
 
@@ -83,6 +79,7 @@ class Runtime:
         cls,
         home: str | os.PathLike[str] | None = None,
         *,
+        store: str | StoreURL | None = None,
         tenant: str = "local",
         project: str = "default",
         synchronous: str = "FULL",
@@ -93,6 +90,9 @@ class Runtime:
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
+        ``store``: a store URL (``sqlite:///ABSOLUTE/PATH.db``, ``postgresql://…``); default ``rath.db``
+        under the home (which holds sandbox workspaces and config either way).
+
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
@@ -102,12 +102,12 @@ class Runtime:
         _check_scope("project", project)
         check_backend_name(sandbox)
         root = resolve_home(home)
-        db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
-        await db.open(ALL_MIGRATIONS)
+        url = resolve_store(store, root)  # checked before anything is opened: a plain error
+        backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
-                rt = cls(root, db, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
+                rt = cls(root, backend, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
                 rt.runs.lease_s = lease_s
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
@@ -122,6 +122,6 @@ class Runtime:
                     with anyio.CancelScope(shield=True):
                         await rt.sandboxes.aclose()
         finally:
-            await db.close()
+            await backend.close()
         if body_error is not None:
             raise body_error

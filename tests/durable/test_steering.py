@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from runtime import Run, Runtime, run_worker
+from runtime.durable.store import MAX_LOST_LEASES
 from runtime.durable.worker import _resilient
-from runtime.store.sqlite.reap import MAX_LOST_LEASES, reap
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines
 
@@ -158,7 +158,7 @@ async def test_a_worker_that_stops_mid_step_hands_the_run_on_without_counting_a_
                     tg.start_soon(partial(run_worker, rt, stop, drain_s=0))
                     await eventually(partial(progressed_times, rt, run.id, stops))
                     stop.set()  # the step is still held at its gate: the worker stops it and lets go
-            await rt.db.write(lambda c: reap(c, rt.runs.scope))
+            await rt.runs.store.reap()
             assert (await rt.runs.get(run.id)).status == "queued"
         gate.unlink()
         async with anyio.create_task_group() as tg:

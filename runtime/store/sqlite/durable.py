@@ -1,4 +1,5 @@
-"""SQL of the durable layer: each function is one unit of work on a connection inside ``db.write``/``db.read``.
+"""SQL of the durable layer on SQLite: the pieces ``SQLiteRunStore`` (``runs.py``) composes, each run on a
+connection inside ``db.write``/``db.read``.
 
 Every change a worker makes goes through ``guarded_update``: one UPDATE of the run row that checks
 the fencing token and that the run is still ``running``, and allocates the sequence numbers of
@@ -8,20 +9,14 @@ rolls the whole unit back: a worker that lost its lease can never commit.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.durable.store import EventSpec, RunChange, check_change, dumps, no_run
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
-
-EventSpec = tuple[str, dict[str, Any]]
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -43,12 +38,13 @@ def guarded_update(
     conn: sqlite3.Connection,
     run_id: str,
     token: int,
-    sets: dict[str, Any],
+    sets: RunChange,
     events: Sequence[EventSpec] = (),
     *,
     checkpoint: tuple[Any, str | None, list[str]] | None = None,
 ) -> int:
     """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq."""
+    check_change(sets)
     at = now()
     n = len(events)
     cols = "".join(f", {col} = ?" for col in sets)
@@ -74,8 +70,9 @@ def guarded_update(
     return last_seq
 
 
-def plain_update(conn: sqlite3.Connection, run_id: str, sets: dict[str, Any], events: Sequence[EventSpec]) -> int:
+def plain_update(conn: sqlite3.Connection, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> int:
     """Update a run nobody holds (service-side changes: cancel, decisions, reconciliation)."""
+    check_change(sets)
     at = now()
     cols = "".join(f", {col} = ?" for col in sets)
     row = conn.execute(
@@ -93,7 +90,7 @@ def run_row(conn: sqlite3.Connection, scope: Scope, run_id: str) -> sqlite3.Row:
         "SELECT * FROM runs WHERE id = ? AND tenant = ? AND project = ?", (run_id, scope.tenant, scope.project)
     ).fetchone()
     if row is None:
-        raise NotFoundError(f"no run {run_id} in {scope.tenant}/{scope.project}; list runs with run_list")
+        raise no_run(run_id, scope.tenant, scope.project)
     return row  # type: ignore[no-any-return]
 
 
@@ -140,10 +137,10 @@ def claim(
     return rows
 
 
-def renew(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str | None]:
+def renew(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
     """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
     expires = now() + lease_s
-    held: dict[str, str | None] = {}
+    held: dict[str, str] = {}
     for run_id, token in leases:
         row = conn.execute(
             "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running' "
