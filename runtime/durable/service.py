@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from runtime.durable import decisions
-from runtime.durable.decisions import check_schema
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
 from runtime.durable.store import NewRun, RunStore, dumps
 from runtime.errors import InvalidInputError
@@ -187,7 +186,7 @@ class RunService:
 
         def check(interrupt: Interrupt) -> None:
             if action in ("edit", "respond"):
-                check_schema(value, interrupt.schema_, f"the value of interrupt {interrupt_id}")
+                decisions.check_schema(value, interrupt.schema_, f"the value of interrupt {interrupt_id}")
 
         run_id = await self.store.decide(interrupt_id, decision, check)
         self._wake_workers()
