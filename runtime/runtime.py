@@ -109,6 +109,7 @@ class Runtime:
             async with anyio.create_task_group() as tg:
                 rt = cls(root, backend, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
                 rt.runs.lease_s = lease_s
+                tg.start_soon(rt.runs.follow_others)
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
                 try:

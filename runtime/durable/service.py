@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
@@ -55,6 +56,16 @@ class RunService:
     def _wake_workers(self) -> None:
         for worker in self.workers:
             worker.wake()
+
+    async def follow_others(self) -> None:
+        """Wake local waiters and workers on changes other processes commit, as far as the store can tell
+        them (``RunStore.watch``); with a store that cannot, polling does it."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(self.store.watch, self._changed_elsewhere))
+
+    def _changed_elsewhere(self, run_ids: Sequence[str]) -> None:
+        self.notify(*(run_ids or list(self._waiters)))
+        self._wake_workers()
 
     async def _read(self, run_id: str) -> tuple[anyio.Event, Run]:
         """The run, and the event the next local change to it sets (taken *before* reading, so no change is missed)."""

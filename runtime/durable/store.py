@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from anyio.abc import TaskStatus
+
 from runtime.durable.models import Effect, Event, Interrupt, Run
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision
@@ -163,6 +165,14 @@ class RunStore(Protocol):
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
         """Resolve an ambiguous effect (``succeeded`` with its result, or back to ``prepared``); a
         ``needs_review`` run with nothing left ambiguous is queued. Returns the run id."""
+        ...
+
+    # -- other processes --------------------------------------------------------------------
+    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+        """Report runs other processes change: ``changed(run_ids)`` soon after each commit (an empty
+        sequence: anything may have changed, as after a reconnect), until cancelled. Started with
+        ``task_group.start``: ``True`` once listening; ``False`` (and return) from a backend that
+        cannot tell, whose changes the runtime notices by polling instead."""
         ...
 
     # -- workers ----------------------------------------------------------------------------

@@ -8,9 +8,11 @@ Each method is one ``db.write`` (a SAVEPOINT within a group-committed transactio
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
+
+from anyio.abc import TaskStatus
 
 from runtime.durable.decisions import checkpoint_dict
 from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
@@ -174,6 +176,11 @@ class SQLiteRunStore:
 
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
         return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
+
+    # -- other processes --------------------------------------------------------------------
+    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+        """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
+        task_status.started(False)
 
     # -- workers ----------------------------------------------------------------------------
     async def next_ready(self, workflows: Sequence[str]) -> float | None:

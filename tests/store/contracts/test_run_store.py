@@ -7,8 +7,11 @@ with a negative ``lease_s`` (expired when taken), not by waiting.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
+import anyio
 import pytest
 
 from runtime.backend import StoreBackend
@@ -25,6 +28,7 @@ from runtime.durable.store import (
 from runtime.errors import ConflictError, InvalidInputError, LeaseLostError, NotFoundError
 from runtime.flow.workflow import Decision
 from runtime.ids import new_id, now
+from runtime.store import open_backend
 
 pytestmark = pytest.mark.anyio
 EXPIRED = -1.0  # a lease_s whose lease is over the moment it is taken
@@ -333,3 +337,31 @@ async def test_pages_and_id_search_are_newest_first_and_scoped(backend: StoreBac
     assert await store.ids(newest_first[2], 10) == [newest_first[2]]
     assert await store.ids("run_", 2) == newest_first[:2]
     assert await store.ids("zzz", 10) == []
+
+
+async def test_watch_reports_another_writers_changes_or_says_polling_must(backend: StoreBackend) -> None:
+    """A second backend on the same store stands in for another process."""
+    store = runs(backend)
+    seen: list[Sequence[str]] = []
+    heard = anyio.Event()
+
+    def changed(run_ids: Sequence[str]) -> None:
+        seen.append(run_ids)
+        heard.set()
+
+    other: StoreBackend = await open_backend(backend.url)
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                listening = await tg.start(partial(store.watch, changed))
+                run_id = await started(other.runs("local", "default"))
+                if listening:
+                    while not any(run_id in ids or not ids for ids in seen):
+                        await heard.wait()
+                        heard = anyio.Event()
+                    tg.cancel_scope.cancel()
+        if not listening:  # it returned at once, telling nothing: the runtime polls instead
+            assert seen == []
+        assert (await store.get(run_id)).status == "queued"
+    finally:
+        await other.close()
