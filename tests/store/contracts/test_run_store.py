@@ -365,3 +365,23 @@ async def test_watch_reports_another_writers_changes_or_says_polling_must(backen
         assert (await store.get(run_id)).status == "queued"
     finally:
         await other.close()
+
+
+async def test_concurrent_claimers_on_one_store_never_take_the_same_run(backend: StoreBackend) -> None:
+    """Two backends on the same store stand in for worker processes claiming at once."""
+    ids = {await started(runs(backend)) for _ in range(20)}
+    other: StoreBackend = await open_backend(backend.url)
+    taken: list[str] = []
+    try:
+
+        async def claimer(store: RunStore, owner: str) -> None:
+            while claims := await store.claim(owner, 30.0, 3, ["wf"]):
+                taken.extend(c.id for c in claims)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for i, each in enumerate([backend, other, backend, other]):
+                    tg.start_soon(claimer, runs(each), f"w{i}")
+    finally:
+        await other.close()
+    assert sorted(taken) == sorted(ids)
