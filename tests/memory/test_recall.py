@@ -175,3 +175,24 @@ async def test_an_empty_store_recalls_nothing_and_lists_nothing(rt: Runtime) -> 
     assert await rt.memory.recall("anything") == []
     assert await rt.memory.list() == []
     assert await rt.memory.forget(uri="memory://user/x") == 0
+
+
+async def test_scores_after_forgetting_and_replacing_count_only_what_remains(rt: Runtime) -> None:
+    """N and df come from the index as it is now: a forgotten or replaced item no longer counts."""
+    docs = {f"d{i}": " ".join(random.Random(i).choices(VOCAB[:40], k=12)) for i in range(30)}
+    for path, content in docs.items():
+        await rt.memory.remember(content, path=path)
+    for i in range(0, 30, 3):
+        await rt.memory.forget(uri=f"memory://user/d{i}")
+        del docs[f"d{i}"]
+    for i in range(1, 30, 6):
+        docs[f"d{i}"] = "w1 w2 replaced text w3"
+        await rt.memory.remember(docs[f"d{i}"], path=f"d{i}")
+    paths = list(docs)
+    oracle = LuceneIdfBM25([tokenize(docs[p]) for p in paths])
+    for query in ("w1 w2", "w5 w7 w11", "replaced", "w0"):
+        scores = dict(zip(paths, oracle.get_scores(query_terms(query)), strict=True))
+        hits = await rt.memory.recall(query, k=100)
+        assert {h.uri.rsplit("/", 1)[1] for h in hits} == {p for p, s in scores.items() if s > 0}
+        for hit in hits:
+            assert hit.score == pytest.approx(scores[hit.uri.rsplit("/", 1)[1]], rel=1e-9), query
