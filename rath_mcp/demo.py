@@ -12,7 +12,9 @@ real: they run in the session's sandbox and their real output is printed.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import tempfile
 import textwrap
 from collections.abc import Callable
@@ -100,6 +102,7 @@ def show(value: Any) -> str:
 
 async def tour_sessions(t: Tour) -> str:
     """Create, fork, append on each branch, merge; returns the merged session id."""
+    t.say("(below, → is a tool call the client makes and ← what the server answered)")
     t.heading("Sessions are immutable snapshots: every change makes a new id")
     base = await t.call("session_create", system="You are a careful planner.", message="Plan a picnic.")
     t.say(f"   ← {base['session_id']} ({base['length']} chunks)")
@@ -228,8 +231,7 @@ async def run_demo(say: Say = print) -> int:
             async with Client(server, mode="legacy") as client:
                 info = client.server_info
                 say(f"rath-mcp demo: connected to {info.name if info else '?'} {info.version if info else ''}")
-                say("(a real MCP client talking to the real server in memory; offline, no keys;")
-                say(" → is a tool call the client makes, ← is what the server answered)")
+                say("(a real MCP client talking to the real server in memory; offline, no keys)")
                 tour = Tour(client, say)
                 try:
                     merged = await tour_sessions(tour)
@@ -240,5 +242,8 @@ async def run_demo(say: Say = print) -> int:
                 except TourError as exc:
                     say(f"\ndemo failed: {exc}")
                     return 1
+                except BrokenPipeError:  # the reader stopped reading (`rath-mcp demo | head`): not a failure
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so exit's flush is quiet
+                    return 0
     say("\nDone: every step above went through MCP tools/call. Next: `rath-mcp serve` in your MCP host.")
     return 0
