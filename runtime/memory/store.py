@@ -3,12 +3,28 @@
 Implementations: ``runtime.store.sqlite.memory`` (FTS5, the embedded default) and, later, the
 PostgreSQL backend. Each method is one whole unit of work (one transaction): ``put`` writes all
 its items or none, a read is one consistent snapshot. ``search`` ranks by BM25 within this
-tenant/project alone (k1 = 1.2, b = 0.75; scores > 0, higher is better, best first).
+tenant/project alone (scores > 0, higher is better, best first), exactly as follows.
+
+Scores are Okapi BM25 with Lucene's IDF, which stays positive however common a term is, so a
+score means the same at any store size (FTS5's own ``bm25()`` clamps the IDF of a term found in
+half of the items or more to 1e-6, so in a small store every score was ~1e-6). For a query of
+distinct terms ``t`` and an item ``d`` of the item's memory space (its tenant/project)::
+
+    score(d) = sum over t in d of  idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    idf(t)   = ln(1 + (N - df + 0.5) / (df + 0.5))
+    k1 = 1.2, b = 0.75
+
+``tf``: occurrences of ``t`` in ``d``; ``dl``: terms in ``d``; ``avgdl``: terms in the space / ``N``;
+``N``: items in the space's index (superseded items are not); ``df``: those items containing ``t``
+(terms are ``runtime.memory.text.tokenize`` of content plus tags). Every hit scores > 0; an item
+sharing no term is never a hit; ties go to the older item. Any backend computes exactly this from
+``tf, dl, N, df, avgdl`` (a PostgreSQL one from a postings table in plain SQL).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -56,3 +72,8 @@ class MemoryStore(Protocol):
 
 def content_digest(content: str) -> str:
     return hashlib.sha256(content.encode()).hexdigest()[:32]
+
+
+def idf(n: int, df: int) -> float:
+    """Lucene's BM25 IDF: positive for every term present (``df >= 1``) in a space of ``n`` items."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
