@@ -92,12 +92,24 @@ class Runner:
         settle: bool = False,
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
     ) -> None:
-        """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``."""
+        """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``.
+
+        ``retry_in_s``: the run may be claimed again that long after this commit. It is counted from
+        the commit's own timestamp (the one its events carry), not from a clock read before the write
+        queued, so "a retry starts at least ``retry_in_s`` after its ``step.failed``" holds exactly.
+        """
         with anyio.CancelScope(shield=True):
-            store = self.rt.runs.store
-            await store.commit(
-                self.run_id, self.lease.token, sets, events, settle=settle, tail=tail, checkpoint=checkpoint
+            await self.rt.runs.store.commit(
+                self.run_id,
+                self.lease.token,
+                sets,
+                events,
+                settle=settle,
+                tail=tail,
+                checkpoint=checkpoint,
+                retry_in_s=retry_in_s,
             )
         self.rt.runs.notify(self.run_id)
 
@@ -269,10 +281,9 @@ class Runner:
                 **RELEASE,
                 "status": "queued",
                 "attempt": self.attempt + 1,
-                "next_at": now() + delay,
                 "error": error,
             }
-            return await self._commit(sets, events, settle=True)
+            return await self._commit(sets, events, settle=True, retry_in_s=delay)
         events = [("step.failed", failed), ("run.state.changed", {"status": "failed"})]
         message = f"step {spec.name!r} failed after {self.attempt} attempt(s): {error}"
         await self._commit({**RELEASE, "status": "failed", "error": message}, events, settle=True)

@@ -130,6 +130,10 @@ class RunStore(Protocol):
         """The run with its pending interrupts (oldest first); ``NotFoundError`` if not in this scope."""
         ...
 
+    async def by_idempotency_key(self, key: str) -> str | None:
+        """The id of the run this scope started with ``key``, if any."""
+        ...
+
     async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
         """Runs newest first (by id), filtered, with ids below ``before``; at most ``limit``."""
         ...
@@ -218,9 +222,12 @@ class RunStore(Protocol):
         settle: bool = False,
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
     ) -> None:
         """Change the run and append events (and a checkpoint, at its ``checkpoint.created`` event).
-        ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``."""
+        ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``.
+        ``retry_in_s``: the run may be claimed again (``next_at``) that long after this commit's own
+        timestamp, the one its events carry."""
         ...
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]: ...

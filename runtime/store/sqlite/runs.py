@@ -102,6 +102,12 @@ class SQLiteRunStore:
     async def get(self, run_id: str) -> Run:
         return await self.db.read(lambda conn: _with_pending(conn, [durable.run_row(conn, self.scope, run_id)])[0])
 
+    async def by_idempotency_key(self, key: str) -> str | None:
+        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?"
+        args = (self.scope.tenant, self.scope.project, key)
+        row = await self.db.read(lambda conn: conn.execute(sql, args).fetchone())
+        return None if row is None else str(row["id"])
+
     async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
         sql = "SELECT * FROM runs WHERE tenant = ? AND project = ?"
         args: list[Any] = [self.scope.tenant, self.scope.project]
@@ -221,13 +227,16 @@ class SQLiteRunStore:
         settle: bool = False,
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
     ) -> None:
         def write(conn: sqlite3.Connection) -> None:
             todo = list(events)
             if settle:
                 reap.settle_in_flight(conn, run_id, todo)
             todo += tail
-            durable.guarded_update(conn, run_id, token, change, todo, checkpoint=checkpoint)
+            at = now()
+            row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
+            durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
 
         await self.db.write(write)
 

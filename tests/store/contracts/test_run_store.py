@@ -73,6 +73,7 @@ async def test_an_idempotency_key_returns_the_same_run_and_refuses_a_different_r
     with pytest.raises(ConflictError, match="idempotency key 'k'"):
         await started(store, idempotency_key="k", request_hash="B")
     assert await started(store, idempotency_key="k2", request_hash="A") != first
+    assert await store.by_idempotency_key("k") == first and await store.by_idempotency_key("nope") is None
     assert await started(runs(backend, "other"), idempotency_key="k", request_hash="B") != first  # per scope
     assert len(await store.page(None, None, None, 10)) == 2
 
@@ -385,3 +386,16 @@ async def test_concurrent_claimers_on_one_store_never_take_the_same_run(backend:
     finally:
         await other.close()
     assert sorted(taken) == sorted(ids)
+
+
+async def test_a_retry_is_claimable_only_its_backoff_after_the_failing_commit(backend: StoreBackend) -> None:
+    store = runs(backend)
+    run_id = await started(store)
+    (claim,) = await store.claim("w", 30.0, 1, ["wf"])
+    change = {**RELEASE, "status": "queued", "attempt": 2, "error": "boom"}
+    await store.commit(run_id, claim.token, change, [("step.failed", {})], settle=True, retry_in_s=3600.0)
+    failed = [e for e in await store.events(run_id, 0, 100) if e.type == "step.failed"][-1]
+    queued = await store.get(run_id)
+    assert queued.status == "queued" and queued.next_at == failed.created_at + 3600.0
+    assert await store.claim("w", 30.0, 1, ["wf"]) == []  # not before its backoff
+    assert await store.next_ready(["wf"]) == queued.next_at
