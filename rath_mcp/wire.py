@@ -69,11 +69,8 @@ def reread(raw: str | bytes) -> SessionMessage | JSONRPCError | None:
     try:
         decoded = json.loads(raw)
     except RecursionError:
-        return _error_for(
-            raw,
-            INVALID_PARAMS,
-            f"invalid params: the message is nested deeper than {MAX_PARAMS_DEPTH} levels of objects and arrays; flatten it and send it again",
-        )
+        too_deep = f"invalid params: the message is nested deeper than {MAX_PARAMS_DEPTH} levels of objects and arrays"
+        return _error_for(raw, INVALID_PARAMS, too_deep + "; flatten it and send it again")
     except ValueError as exc:  # not JSON at all (a bad byte, a cut line, an integer of 4300+ digits)
         return _error_for(raw, PARSE_ERROR, f"Parse error: the message is not valid JSON ({exc})")
     try:
