@@ -237,9 +237,8 @@ class ParseGuard:
             answer = _answer_for_body(body)
             if answer is not None:
                 status = 400 if answer.id is None else 200
-                await JSONResponse(answer.model_dump(mode="json", by_alias=True), status_code=status)(
-                    scope, receive, send
-                )
+                body_json = answer.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                await JSONResponse(body_json, status_code=status)(scope, receive, send)
                 return
         await self.app(scope, _replay(chunks, receive), send)
 

@@ -18,12 +18,14 @@ from runtime.errors import InvalidInputError
 #: Deepest nesting of objects and arrays a stored value may have. Results wrap a stored value in a
 #: few more levels (result, structuredContent, …) and the SDK's parser stops at 200, so stay well under.
 MAX_DEPTH = 64
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
-def problem(value: Any, *, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+def problem(value: Any, *, max_depth: int = MAX_DEPTH, int64: bool = False) -> tuple[str, str] | None:
     """``(path, what is wrong)`` for the first part of ``value`` that JSON cannot carry, else ``None``.
 
     The path is written as ``.key`` and ``[index]`` steps from the top (empty for the value itself).
+    ``int64``: integers must also fit SQLite's 64-bit INTEGER (for values whose numbers become columns).
     """
     stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
@@ -31,25 +33,28 @@ def problem(value: Any, *, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None
         if isinstance(item, str):
             if not _is_unicode(item):
                 return path, "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not text"
-        elif isinstance(item, bool) or item is None or isinstance(item, int):
+        elif isinstance(item, bool) or item is None:
             continue
+        elif isinstance(item, int):
+            if int64 and not INT64_MIN <= item <= INT64_MAX:
+                return path, "is an integer beyond 64 bits; use one from -2**63 to 2**63-1"
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return path, f"is {item!r}, which JSON cannot carry; send a finite number (or null)"
+                return path, f"is {item!r}, which JSON cannot carry (no NaN or Infinity); send a finite number or null"
         elif isinstance(item, dict | list | tuple):
             if depth >= max_depth:
                 return path, f"is nested deeper than {max_depth} levels of objects and arrays; flatten it"
             if isinstance(item, dict):
                 for key, sub in item.items():
                     if not isinstance(key, str):
-                        return path, f"has a key that is not a string ({key!r})"
+                        return path, f"has a key that is not a string ({key!r}); keys must be strings"
                     if not _is_unicode(key):
                         return path, "has a key holding a lone UTF-16 surrogate, which is not text"
                     stack.append((sub, f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]", depth + 1))
             else:
                 stack.extend((sub, f"{path}[{i}]", depth + 1) for i, sub in enumerate(item))
         else:
-            return path, f"is a {type(item).__name__}, which is not a JSON value"
+            return path, f"is a {type(item).__name__}, which is not plain JSON (str, number, bool, null, list, dict)"
     return None
 
 
