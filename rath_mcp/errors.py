@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
-from runtime.errors import NotFoundError, RathError, RunFailure, StoreError, UsageError
+from runtime.errors import RathError, RunFailure, StoreError, UsageError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,9 +51,9 @@ def resource_errors() -> Iterator[None]:
     """Turn runtime errors raised while reading a resource into MCP resource errors."""
     try:
         yield
-    except NotFoundError as exc:
+    except UsageError as exc:  # an id that is not an id names no resource either: Invalid params, like a missing one
         raise ResourceNotFoundError(str(exc)) from exc
-    except (UsageError, RunFailure, StoreError) as exc:
+    except (RunFailure, StoreError) as exc:
         raise ResourceError(describe(exc)) from exc
 
 

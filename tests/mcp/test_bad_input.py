@@ -195,3 +195,47 @@ async def test_the_runtime_refuses_nan_and_infinity_wherever_json_is_stored(rt: 
         await rt.runs.resolve_interrupt("int_000000000000000000000000", "respond", {"n": float("nan")})
     assert [r.id for r in (await rt.runs.list())[0]] == [approval.id]
     assert (await rt.sessions.page())[0] == []
+
+
+#: Values a fuzzer tries on every argument: wrong types, integers past 64 bits, empty and very long
+#: strings, ids that do not exist, path tricks.
+FUZZ: list[Any] = [None, "", "x" * 100_000, 2**63, -1, 1.5, True, [], {"a": 1}, "ses_000000000000000000000000", "../.."]
+PLAUSIBLE = {"workflow": "echo", "action": "approve", "outcome": "applied", "session_ids": ["ses_0", "ses_1"]}
+
+
+async def test_a_quick_fuzz_of_every_argument_never_gets_a_bare_error(server: Any) -> None:
+    """Each bad value on each argument of each tool: a result, or an error saying what was wrong."""
+    async with Client(server) as client:
+        for tool in (await client.list_tools()).tools:
+            required = tool.input_schema.get("required", [])
+            for name in tool.input_schema.get("properties", {}):
+                for value in FUZZ:
+                    arguments = {r: PLAUSIBLE.get(r, "x") for r in required if r != name} | {name: value}
+                    if tool.name in ("run_start", "delegate") and name != "wait_s":
+                        arguments["wait_s"] = 0  # a fuzzed run is not waited for
+                    if tool.name == "run_wait" and name != "timeout_s":
+                        arguments["timeout_s"] = 0
+                    result = await client.call_tool(tool.name, arguments)
+                    text = "\n".join(getattr(block, "text", "") for block in result.content)
+                    assert text.strip() != f"Error executing tool {tool.name}", (tool.name, name, repr(value)[:40])
+                    assert "Traceback" not in text, (tool.name, name, text)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "rath://sessions/x",
+        "rath://sessions/ses_000000000000000000000000/transcript",
+        "rath://sessions/ses_000000000000000000000000/lineage",
+        "rath://runs/run_000000000000000000000000",
+        "rath://runs/run_000000000000000000000000/events",
+        "rath://workflows/nope",
+        "rath://memory/mem_x",
+        "rath://memory/mem_000000000000000000000000",
+    ],
+)
+async def test_every_resource_with_a_garbage_id_is_invalid_params_saying_so(client: Client, uri: str) -> None:
+    with pytest.raises(MCPError) as caught:
+        await client.read_resource(uri)
+    assert caught.value.error.code == INVALID_PARAMS
+    assert uri.rsplit("/", 1)[-1] in caught.value.error.message or uri.split("/")[3] in caught.value.error.message
