@@ -72,6 +72,8 @@ def check_json(value: Any, what: str, *, max_depth: int = MAX_DEPTH) -> None:
 
 
 def _is_unicode(text: str) -> bool:
+    if text.isascii():  # the common case, checked without encoding
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
