@@ -18,7 +18,7 @@ from rath_mcp.errors import translate_tool
 from rath_mcp.models import MAX_INDEX, JsonValue, WireModel
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
-from runtime import InvalidInputError, Runtime
+from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable.models import TERMINAL, Run
 
 RunId = Annotated[str, Field(description="a run id, run_…")]
@@ -105,9 +105,14 @@ async def _start(
 
     A key already used returns its run without making another input session from ``message``.
     """
-    if idempotency_key is not None:
+    if idempotency_key is not None and message is not None:
         existing = await rt.runs.by_idempotency_key(idempotency_key)
-        if existing is not None and message is not None:
+        if existing is not None and existing.workflow != workflow:
+            raise ConflictError(
+                f"idempotency key {idempotency_key!r} was used for run {existing.id} of workflow {existing.workflow}; "
+                "use a new key for a new request"
+            )
+        if existing is not None:
             return existing
     await rt.runs.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
     source = await _input_session(rt, session_id, message)

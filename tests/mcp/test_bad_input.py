@@ -73,6 +73,8 @@ async def test_run_start_with_a_used_key_and_a_message_returns_that_run_without_
     first = await call(client, "run_start", workflow="echo", message="once", idempotency_key="k1", wait_s=10)
     again = await call(client, "run_start", workflow="echo", message="once", idempotency_key="k1")
     assert again["run_id"] == first["run_id"]
+    text = await call_error(client, "run_start", workflow="approval", message="once", idempotency_key="k1")
+    assert "idempotency key 'k1' was used for run" in text and first["run_id"] in text
     sessions = (await call(client, "session_list"))["sessions"]
     assert {s["session_id"] for s in sessions} == {first["session_id"], first["output_session_id"]}
 
