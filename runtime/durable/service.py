@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, get_args
@@ -21,6 +22,7 @@ from runtime.durable.store import NewRun, RunStore, dumps
 from runtime.errors import InvalidInputError
 from runtime.flow.workflow import Decision
 from runtime.ids import check_id_search, now
+from runtime.jsonvalue import check_json
 
 if TYPE_CHECKING:
     from runtime.durable.worker import Worker
@@ -81,6 +83,31 @@ class RunService:
             await event.wait()
 
     # -- starting ----------------------------------------------------------------------------
+    async def check_start(
+        self,
+        workflow: str,
+        *,
+        session_id: str | None = None,
+        input: dict[str, Any] | None = None,
+        deadline_s: float | None = None,
+    ) -> None:
+        """Everything ``start`` checks before it writes, so a caller can check before it makes the input session."""
+        plan = self.rt.workflows.get(workflow)
+        if deadline_s is not None and not 0 < deadline_s < math.inf:
+            raise InvalidInputError(f"deadline_s must be a positive number of seconds, got {deadline_s}")
+        if input is not None and not isinstance(input, dict):
+            raise InvalidInputError(f"input must be a JSON object, got {type(input).__name__}")
+        payload = dict(input or {})
+        check_json(payload, "input")
+        decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
+        if session_id is not None:
+            await self.rt.sessions.info(session_id)
+
+    async def by_idempotency_key(self, idempotency_key: str) -> Run | None:
+        """The run started with this idempotency key here, if any."""
+        run_id = await self.store.by_idempotency_key(idempotency_key)
+        return None if run_id is None else await self.get(run_id)
+
     async def start(
         self,
         workflow: str,
@@ -91,17 +118,10 @@ class RunService:
         deadline_s: float | None = None,
     ) -> Run:
         """Queue a run of ``workflow``. The same ``idempotency_key`` returns the same run."""
+        await self.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
         plan = self.rt.workflows.get(workflow)
         payload = dict(input or {})
-        if deadline_s is not None and deadline_s <= 0:
-            raise InvalidInputError(f"deadline_s must be a positive number of seconds, got {deadline_s}")
-        decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
-        try:
-            state_json = dumps(payload)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"input must be JSON-serialisable: {exc}") from None
-        if session_id is not None:
-            await self.rt.sessions.info(session_id)
+        state_json = dumps(payload)
         new = NewRun(
             workflow=workflow,
             plan_hash=plan.plan_hash,
@@ -191,6 +211,7 @@ class RunService:
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"
     ) -> Run:
         """Decide a pending interrupt; its run is queued to resume (the step re-runs, effects replay)."""
+        check_json(value, "value")
         if action not in decisions.ACTIONS:
             raise InvalidInputError(f"action {action!r} is not one of {list(decisions.ACTIONS)}")
         decision = Decision(action=action, value=value, actor=actor, reason=reason)  # type: ignore[arg-type]
@@ -207,6 +228,7 @@ class RunService:
     async def resolve_effect(self, effect_id: str, outcome: str, result: Any = None) -> Run:
         """Settle an ambiguous effect: ``applied`` (with its result, replayed from now on) or ``not_applied``
         (run it again). When none is left ambiguous, a ``needs_review`` run is queued to go on."""
+        check_json(result, "result")
         if outcome not in decisions.OUTCOMES:
             raise InvalidInputError(f"outcome {outcome!r} is not one of {list(decisions.OUTCOMES)}")
         try:
