@@ -1,0 +1,174 @@
+"""PostgresDatabase on the real server: whole transactions, group commit, isolation of failures."""
+
+from __future__ import annotations
+
+import asyncpg
+import anyio
+import pytest
+
+from runtime.errors import StoreError
+from runtime.store.postgres import PostgresDatabase
+
+pytestmark = pytest.mark.anyio
+
+
+async def _table(db: PostgresDatabase) -> None:
+    async def create(conn: asyncpg.Connection) -> None:
+        await conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)")
+
+    await db.write(create)
+
+
+def _insert(k: str, v: int = 1):  # type: ignore[no-untyped-def]
+    async def fn(conn: asyncpg.Connection) -> str:
+        await conn.execute("INSERT INTO t (k, v) VALUES ($1, $2)", k, v)
+        return k
+
+    return fn
+
+
+async def _rows(db: PostgresDatabase) -> dict[str, int]:
+    async def fn(conn: asyncpg.Connection) -> dict[str, int]:
+        return {r["k"]: r["v"] for r in await conn.fetch("SELECT k, v FROM t")}
+
+    return await db.read(fn)
+
+
+async def test_a_write_commits_and_a_read_sees_it(db: PostgresDatabase) -> None:
+    await _table(db)
+    assert await db.write(_insert("a", 7)) == "a"
+    assert await _rows(db) == {"a": 7}
+
+
+async def test_a_failing_write_rolls_back_whole_and_alone(db: PostgresDatabase) -> None:
+    await _table(db)
+
+    async def half(conn: asyncpg.Connection) -> None:
+        await conn.execute("INSERT INTO t VALUES ('half', 1)")
+        raise ValueError("changed my mind")
+
+    with pytest.raises(ValueError, match="changed my mind"):
+        await db.write(half)
+    assert await _rows(db) == {}
+
+
+async def test_a_read_is_one_snapshot(db: PostgresDatabase) -> None:
+    await _table(db)
+    await db.write(_insert("a"))
+    inside = anyio.Event()
+    written = anyio.Event()
+
+    async def twice(conn: asyncpg.Connection) -> tuple[int, int]:
+        first = await conn.fetchval("SELECT count(*) FROM t")
+        inside.set()
+        await written.wait()
+        return first, await conn.fetchval("SELECT count(*) FROM t")
+
+    async with anyio.create_task_group() as tg:
+        result: list[tuple[int, int]] = []
+
+        async def reader() -> None:
+            result.append(await db.read(twice))
+
+        tg.start_soon(reader)
+        await inside.wait()
+        await db.write(_insert("b"))
+        written.set()
+    assert result == [(1, 1)]  # the second count did not see the write committed in between
+
+
+async def test_reads_refuse_to_write(db: PostgresDatabase) -> None:
+    await _table(db)
+    with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
+        await db.read(_insert("x"))
+
+
+async def test_writes_queued_behind_a_busy_lane_share_one_transaction(pg_url: str) -> None:
+    """With one lane held, ten writes queue; they then commit as ONE batch, each under its own
+    savepoint: the failing one (a duplicate key) rolls back alone and the others commit."""
+    db = PostgresDatabase(pg_url, max_size=2, write_lanes=1)
+    await db.open()
+    try:
+        await _table(db)
+        release = anyio.Event()
+        holding = anyio.Event()
+
+        async def hold(conn: asyncpg.Connection) -> str:
+            holding.set()
+            await release.wait()
+            await conn.execute("INSERT INTO t VALUES ('first', 0)")
+            return "first"
+
+        before = dict(db.stats)
+        outcomes: dict[str, object] = {}
+
+        async def one(k: str) -> None:
+            try:
+                outcomes[k] = await db.write(_insert("dup" if k in ("w3", "w4") else k))
+            except asyncpg.UniqueViolationError as exc:
+                outcomes[k] = exc
+
+        async with anyio.create_task_group() as tg:
+
+            async def held() -> None:
+                outcomes["first"] = await db.write(hold)
+
+            tg.start_soon(held)
+            await holding.wait()
+            for i in range(10):
+                tg.start_soon(one, f"w{i}")
+            while len(db._pending) < 10:  # every one has queued behind the held lane
+                await anyio.sleep(0)
+            release.set()
+        assert db.stats["batches"] - before["batches"] == 2
+        assert db.stats["writes"] - before["writes"] == 11
+        failed = [k for k, v in outcomes.items() if isinstance(v, asyncpg.UniqueViolationError)]
+        assert len(failed) == 1 and failed[0] in ("w3", "w4")
+        rows = await _rows(db)
+        assert set(rows) == {"first", "dup", "w0", "w1", "w2", "w5", "w6", "w7", "w8", "w9"}
+    finally:
+        await db.close()
+
+
+async def test_a_write_cancelled_while_queued_writes_nothing(pg_url: str) -> None:
+    db = PostgresDatabase(pg_url, max_size=2, write_lanes=1)
+    await db.open()
+    try:
+        await _table(db)
+        release = anyio.Event()
+        holding = anyio.Event()
+
+        async def hold(conn: asyncpg.Connection) -> None:
+            holding.set()
+            await release.wait()
+
+        queued = anyio.CancelScope()
+
+        async def cancelled_write() -> None:
+            with queued:
+                await db.write(_insert("cancelled"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(db.write, hold)
+            await holding.wait()
+            tg.start_soon(cancelled_write)
+            tg.start_soon(db.write, _insert("kept"))
+            while len(db._pending) < 2:
+                await anyio.sleep(0)
+            queued.cancel()
+            while len(db._pending) > 1:  # withdrawn from the queue
+                await anyio.sleep(0)
+            release.set()
+        assert await _rows(db) == {"kept": 1}
+    finally:
+        await db.close()
+
+
+async def test_calls_after_close_say_so(pg_url: str) -> None:
+    db = PostgresDatabase(pg_url)
+    await db.open()
+    await db.close()
+    with pytest.raises(StoreError, match="closed"):
+        await db.write(_insert("x"))
+    with pytest.raises(StoreError, match="closed"):
+        await db.read(_insert("x"))
