@@ -53,6 +53,17 @@ class _Lost(Exception):
         self.cause = cause
 
 
+def _gone(conn: asyncpg.Connection, exc: BaseException) -> bool:
+    """True when ``exc`` (raised while using ``conn``) means the connection is lost. A pooled
+    connection lost under us is detached from its proxy, which then refuses every call."""
+    if is_connection_lost(exc):
+        return True
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:
+        return True
+
+
 class PostgresDatabase:
     """A PostgreSQL database opened for the runtime: pooled connections, group-committed writes."""
 
@@ -191,8 +202,8 @@ class PostgresDatabase:
                 error = exc
                 break
             except Exception as exc:
-                lost = is_connection_lost(exc)
-                error = unreachable(self.where, exc) if lost else StoreError(f"the write transaction failed: {exc}")
+                gone = is_connection_lost(exc)
+                error = unreachable(self.where, exc) if gone else StoreError(f"the write transaction failed: {exc}")
                 break
             except BaseException:
                 for item in items:
@@ -211,7 +222,7 @@ class PostgresDatabase:
                 try:
                     item.result = await item.fn(conn)
                 except Exception as exc:
-                    if is_connection_lost(exc) or conn.is_closed():
+                    if _gone(conn, exc):
                         raise
                     item.error = exc
                     await conn.execute("ROLLBACK" if single else "ROLLBACK TO SAVEPOINT w")
@@ -219,13 +230,13 @@ class PostgresDatabase:
                         return
             xid = await conn.fetchval("SELECT pg_current_xact_id_if_assigned()::text")
         except Exception as exc:
-            if is_connection_lost(exc) or conn.is_closed():
+            if _gone(conn, exc):
                 raise _Lost(exc) from exc
             raise
         try:
             await conn.execute("COMMIT")
         except Exception as exc:
-            if not (is_connection_lost(exc) or conn.is_closed()):
+            if not _gone(conn, exc):
                 # Refused at commit (a deferred constraint, a serialization failure): nothing was written.
                 for item in items:
                     if item.error is None:
@@ -270,9 +281,11 @@ class PostgresDatabase:
         last: BaseException | None = None
         for _ in range(_ATTEMPTS):
             try:
-                async with self._live_pool().acquire() as conn:
-                    async with conn.transaction(isolation="repeatable_read", readonly=True):
-                        return await fn(conn)
+                async with (
+                    self._live_pool().acquire() as conn,
+                    conn.transaction(isolation="repeatable_read", readonly=True),
+                ):
+                    return await fn(conn)
             except StoreError:
                 raise
             except Exception as exc:

@@ -23,6 +23,7 @@ class Proxy:
         self.port = 0
         self.mode: Mode = "pass"
         self.cuts = 0
+        self.refuse_after_cut = False  # after a cut, also go down (so the outcome cannot be asked)
         self._server: asyncio.Server | None = None
         self._conns: set[asyncio.StreamWriter] = set()
 
@@ -77,6 +78,10 @@ class Proxy:
                     server_w.write(data)
                     await server_w.drain()
                     await cut.wait()  # downstream saw the server answer COMMIT: it has committed
+                    if self.refuse_after_cut and self._server is not None:
+                        self._server.close()
+                        self._server = None
+                        self.cut_all()
                     return
                 server_w.write(data)
                 await server_w.drain()

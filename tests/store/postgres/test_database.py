@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import asyncpg
+from collections.abc import Callable
+
 import anyio
+import anyio.lowlevel
+import asyncpg
 import pytest
 
 from runtime.errors import StoreError
 from runtime.store.postgres import PostgresDatabase
 
 pytestmark = pytest.mark.anyio
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Let other tasks run until ``condition()`` holds (state of this very event loop, no clock)."""
+    while not condition():  # the queue has no event of its own to wait on
+        await anyio.lowlevel.checkpoint()
 
 
 async def _table(db: PostgresDatabase) -> None:
@@ -117,8 +126,7 @@ async def test_writes_queued_behind_a_busy_lane_share_one_transaction(pg_url: st
             await holding.wait()
             for i in range(10):
                 tg.start_soon(one, f"w{i}")
-            while len(db._pending) < 10:  # every one has queued behind the held lane
-                await anyio.sleep(0)
+            await _until(lambda: len(db._pending) >= 10)  # every one has queued behind the held lane
             release.set()
         assert db.stats["batches"] - before["batches"] == 2
         assert db.stats["writes"] - before["writes"] == 11
@@ -153,11 +161,9 @@ async def test_a_write_cancelled_while_queued_writes_nothing(pg_url: str) -> Non
             await holding.wait()
             tg.start_soon(cancelled_write)
             tg.start_soon(db.write, _insert("kept"))
-            while len(db._pending) < 2:
-                await anyio.sleep(0)
+            await _until(lambda: len(db._pending) >= 2)
             queued.cancel()
-            while len(db._pending) > 1:  # withdrawn from the queue
-                await anyio.sleep(0)
+            await _until(lambda: len(db._pending) <= 1)  # withdrawn from the queue
             release.set()
         assert await _rows(db) == {"kept": 1}
     finally:
