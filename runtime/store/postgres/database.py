@@ -89,6 +89,7 @@ class PostgresDatabase:
         self.connect_timeout = connect_timeout
         self.resolve_window = resolve_window
         self._pool: asyncpg.Pool | None = None
+        self._closing = False  # no new work; batches already running finish (and resolve) on the pool
         self._pending: list[_Write[Any]] = []
         self._busy = 0
         self._lane_free = anyio.Event()
@@ -112,14 +113,11 @@ class PostgresDatabase:
             raise StoreError(f"could not open the PostgreSQL store at {self.where}: {exc}") from exc
 
     async def close(self) -> None:
-        """Let running batches finish, fail queued writes, then close every connection."""
+        """Refuse new work, let running batches finish (queued writes then fail), close every connection."""
         with anyio.CancelScope(shield=True):
-            pool, self._pool = self._pool, None
+            self._closing = True
             await self._idle.wait()
-            for item in self._pending:
-                item.error, item.taken = StoreError("the database is closed"), True
-                item.settled.set()
-            self._pending = []
+            pool, self._pool = self._pool, None
             if pool is not None:
                 with anyio.move_on_after(10) as scope:
                     await pool.close()
@@ -134,6 +132,12 @@ class PostgresDatabase:
         await self.close()
 
     def _live_pool(self) -> asyncpg.Pool:
+        if self._pool is None or self._closing:
+            raise StoreError("the database is closed")
+        return self._pool
+
+    def _batch_pool(self) -> asyncpg.Pool:
+        """The pool for a batch already under way: it may finish (rerun, resolve) while closing."""
         if self._pool is None:
             raise StoreError("the database is closed")
         return self._pool
@@ -151,6 +155,8 @@ class PostgresDatabase:
         self._pending.append(item)
         try:
             while not item.taken:
+                if self._closing:
+                    raise StoreError("the database is closed")
                 if self._busy < self.write_lanes:
                     await self._lead()
                 else:
@@ -168,8 +174,9 @@ class PostgresDatabase:
         items, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
         for item in items:
             item.taken = True
+        if self._busy == 0:
+            self._idle = anyio.Event()
         self._busy += 1
-        self._idle = anyio.Event()
         try:
             with anyio.CancelScope(shield=True):  # its writers must learn how the batch ended
                 await self._run_batch(items)
@@ -189,12 +196,11 @@ class PostgresDatabase:
             for item in items:
                 item.result, item.error = None, None
             try:
-                pool = self._live_pool()
-                async with pool.acquire() as conn:
+                async with self._batch_pool().acquire() as conn:
                     await self._commit_batch(conn, items)
                 return
             except _Lost as lost:
-                if self._pool is None or attempt == _ATTEMPTS - 1:
+                if attempt == _ATTEMPTS - 1:
                     error: BaseException = unreachable(self.where, lost.cause)
                     break
                 self.stats["reruns"] += 1
@@ -254,7 +260,7 @@ class PostgresDatabase:
         delay = 0.02
         while True:
             try:
-                async with self._live_pool().acquire() as conn:
+                async with self._batch_pool().acquire() as conn:
                     status = await conn.fetchval("SELECT pg_xact_status($1::text::xid8)", xid)
                 if status == "committed":
                     return

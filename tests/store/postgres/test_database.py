@@ -178,3 +178,41 @@ async def test_calls_after_close_say_so(pg_url: str) -> None:
         await db.write(_insert("x"))
     with pytest.raises(StoreError, match="closed"):
         await db.read(_insert("x"))
+
+
+async def test_close_lets_the_running_batch_commit_and_fails_the_writes_queued_behind_it(pg_url: str) -> None:
+    db = PostgresDatabase(pg_url, max_size=2, write_lanes=1)
+    await db.open()
+    await _table(db)
+    release = anyio.Event()
+    holding = anyio.Event()
+
+    async def hold(conn: asyncpg.Connection) -> str:
+        holding.set()
+        await release.wait()
+        await conn.execute("INSERT INTO t VALUES ('running', 1)")
+        return "running"
+
+    outcomes: dict[str, object] = {}
+
+    async def call(name: str, fn: object) -> None:
+        try:
+            outcomes[name] = await db.write(fn)  # type: ignore[arg-type]
+        except StoreError as exc:
+            outcomes[name] = str(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, "running", hold)
+        await holding.wait()
+        tg.start_soon(call, "queued", _insert("queued"))
+        await _until(lambda: len(db._pending) == 1)
+        tg.start_soon(db.close)
+        await _until(lambda: db._closing)
+        release.set()
+    assert outcomes == {"running": "running", "queued": "the database is closed"}
+    check = PostgresDatabase(pg_url)
+    await check.open()
+    try:
+        assert await _rows(check) == {"running": 1}
+    finally:
+        await check.close()
