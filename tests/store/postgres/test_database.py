@@ -216,3 +216,43 @@ async def test_close_lets_the_running_batch_commit_and_fails_the_writes_queued_b
         assert await _rows(check) == {"running": 1}
     finally:
         await check.close()
+
+
+async def test_an_id_search_is_an_index_range_scan_that_finds_exactly_the_prefix(pg_url: str) -> None:
+    from runtime.store.postgres import migrations, schema
+    from runtime.store.postgres.database import search_ids
+
+    await migrations.apply(pg_url, schema.SESSIONS)
+    db = PostgresDatabase(pg_url)
+    await db.open()
+    try:
+        ids = ["ses_01a", "ses_01b", "ses_01b9", "ses_02", "ses_01é", "mem_01a"]
+
+        async def fill(conn: asyncpg.Connection) -> None:
+            for i in ids:
+                await conn.execute(
+                    "INSERT INTO sessions (id, tenant, project, op, length, placement, usage, metadata, created_at)"
+                    " VALUES ($1, 't', 'p', 'create', 0, '{}', '{}', '{}', 0)",
+                    i,
+                )
+            await conn.execute(
+                "INSERT INTO sessions (id, tenant, project, op, length, placement, usage, metadata, created_at)"
+                " VALUES ('ses_01z', 'other', 'p', 'create', 0, '{}', '{}', '{}', 0)"
+            )
+
+        await db.write(fill)
+        assert await search_ids(db, "sessions", "t", "p", "ses_01", 10) == ["ses_01é", "ses_01b9", "ses_01b", "ses_01a"]
+        assert await search_ids(db, "sessions", "t", "p", "ses_01", 2) == ["ses_01é", "ses_01b9"]
+        assert await search_ids(db, "sessions", "t", "p", "", 10) == sorted(ids, reverse=True)
+
+        async def plan(conn: asyncpg.Connection) -> str:
+            await conn.execute("SET LOCAL enable_seqscan = off")  # a tiny table: ask what the index gives
+            rows = await conn.fetch(
+                "EXPLAIN SELECT id FROM sessions WHERE tenant = 't' AND project = 'p' AND stub = 0"
+                " AND id >= 'ses_01' AND id < 'ses_01\U0010ffff' ORDER BY id DESC LIMIT 5"
+            )
+            return "\n".join(r[0] for r in rows)
+
+        assert "Index" in await db.read(plan)
+    finally:
+        await db.close()
