@@ -23,6 +23,8 @@ async def main(url: str) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(notifier.run)
         async with notifier.subscribe("ping") as pings:
+            if not notifier.connected:  # its first attempt failed: it LISTENs once it connects, and says so
+                await pings.__anext__()
             print("ready", flush=True)
             async for note in pings:
                 if note.payload is None:

@@ -23,6 +23,7 @@ async def notifier(pg_url: str) -> AsyncIterator[Notifier]:
     n = Notifier(pg_url)
     async with anyio.create_task_group() as tg:
         await tg.start(n.run)
+        assert n.connected, "the notifier's first connection attempt failed"
         yield n
         n.close()
 
