@@ -17,6 +17,7 @@ import anyio
 from rath_mcp import shell
 from rath_mcp.shell import note
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
+from runtime.providers import configuration_problem
 from runtime.runtime import DB_FILE
 from runtime.store.schema import ALL_MIGRATIONS
 from runtime.store.sqlite import SQLiteDatabase, pending_migrations
@@ -91,6 +92,8 @@ async def _serve(args: argparse.Namespace) -> int:
     from rath_mcp.transports import serve
 
     home = resolve_home(args.home)
+    if (problem := configuration_problem(home)) is not None:
+        note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox) as rt:
         shell.load_workflows(rt, args.workflows)
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
