@@ -1,9 +1,10 @@
 """The plain-SQL BM25 index against independent computations of the same formula.
 
 The oracle is written here from the formula alone (Lucene's idf ``ln(1 + (N - df + 0.5)/(df + 0.5))``,
-k1 = 1.2, b = 0.75); rank-bm25's BM25Okapi, given that idf, cross-checks it (its own term counts,
-lengths, avgdl and tf normalisation). The corpus mixes Latin, Chinese and Japanese text, tokenized
-by runtime.memory.text like the SQLite store's.
+k1 = 1.2, b = 0.75); rank-bm25's BM25Okapi given that idf (tests/memory/oracle.py, the SQLite
+store's oracle too) cross-checks it with its own term counts, lengths, avgdl and tf normalisation;
+and the embedded SQLite store, given the same items, must score them the same. The corpus mixes
+Latin, Chinese and Japanese text, tokenized by runtime.memory.text like the SQLite store's.
 """
 
 from __future__ import annotations
@@ -12,14 +13,16 @@ import math
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import asyncpg
 import pytest
-from rank_bm25 import BM25Okapi
 
+from runtime import Runtime
 from runtime.memory.text import query_terms, tokenize
 from runtime.store.postgres import PostgresDatabase, bm25, migrations, schema
+from tests.memory.oracle import LuceneIdfBM25
 
 pytestmark = pytest.mark.anyio
 
@@ -77,13 +80,6 @@ def lucene_scores(docs: list[list[str]], query: list[str]) -> dict[int, float]:
             if tf := c.get(t):
                 out[i] = out.get(i, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(docs[i]) / avgdl))
     return out
-
-
-class LuceneOkapi(BM25Okapi):  # type: ignore[misc]
-    """rank-bm25's Okapi scoring with Lucene's (always positive) idf."""
-
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        self.idf = {t: math.log(1 + (self.corpus_size - df + 0.5) / (df + 0.5)) for t, df in nd.items()}
 
 
 @pytest.fixture
@@ -145,7 +141,7 @@ async def test_scores_agree_with_the_formula_and_with_rank_bm25(mdb: PostgresDat
     docs = make_corpus(300)
     seqs = [await add(mdb, sid, d) for d in docs]
     tokenized = [tokenize(d) for d in docs]
-    okapi = LuceneOkapi(tokenized, k1=1.2, b=0.75)
+    okapi = LuceneIdfBM25(tokenized)
     for q in QUERIES:
         terms = query_terms(q)
         assert terms, q
@@ -264,3 +260,20 @@ async def test_concurrent_writers_lose_nothing(mdb: PostgresDatabase, pg_url: st
     for q in QUERIES:
         want = {live[i]: s for i, s in lucene_scores(tokenized, query_terms(q)).items()}
         assert_close(await scores(mdb, sid, q), want)
+
+
+async def test_both_backends_score_the_same_items_the_same(mdb: PostgresDatabase, tmp_path: Path) -> None:
+    """The same items remembered on the embedded SQLite store and indexed here get the same scores."""
+    docs = make_corpus(200, seed=21)
+    sid = await space(mdb)
+    seqs = [await add(mdb, sid, d) for d in docs]
+    async with Runtime.open(tmp_path / "home") as rt:
+        ids = [(await rt.memory.remember(d, path=f"corpus/{i}")).id for i, d in enumerate(docs)]
+        for q in QUERIES:
+            on_pg = await scores(mdb, sid, q, k=10)
+            on_sqlite = {ids.index(h.memory_id): h.score for h in await rt.memory.recall(q, k=10)}
+            assert sorted(on_pg.values(), reverse=True) == pytest.approx(sorted(on_sqlite.values(), reverse=True))
+            for seq, score in on_pg.items():
+                i = seqs.index(seq)
+                if i in on_sqlite:
+                    assert on_sqlite[i] == pytest.approx(score, rel=1e-9), q
