@@ -211,14 +211,33 @@ _TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S, "
 
 
 def _command_result(result: CommandResult) -> dict[str, Any]:
-    return {
+    """A command's result for the model, always valid JSON within ``MAX_RESULT_CHARS``.
+
+    Long output is cut inside its own field (stdout first, then stderr, each keeping its start), never
+    across the JSON text, so ``exit_code``, ``timed_out``, ``truncated``, ``limit`` and ``duration_s`` survive.
+    """
+    body: dict[str, Any] = {
         "exit_code": result.exit_code,
         "stdout": result.stdout,
         "stderr": result.stderr,
         "timed_out": result.timed_out,
         "truncated": result.truncated,
+        "limit": result.limit,
         "duration_s": round(result.duration_s, 3),
     }
+    for _ in range(8):  # escaping makes JSON length differ from text length: a few rounds converge
+        excess = len(json.dumps(body, ensure_ascii=False)) - MAX_RESULT_CHARS
+        if excess <= 0:
+            break
+        field = "stdout" if len(body["stdout"]) >= len(body["stderr"]) else "stderr"
+        text: str = body[field]
+        keep = max(0, len(text) - excess - len(_CUT_MARKER) - 32)
+        body[field] = text[:keep] + _CUT_MARKER.format(len(text) - keep)
+        body["truncated"] = True
+    return body
+
+
+_CUT_MARKER = "\n[... {} more characters cut off; redirect the output to a file and read it in parts]"
 
 
 def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
