@@ -88,6 +88,7 @@ class Capabilities:
     languages: tuple[str, ...]
     limits: dict[str, int] | None = None  # ToolLimits.describe(): what commands are held to
     allow_net: tuple[str, ...] = ()  # host:ports reachable through the filtering proxy
+    unenforced: tuple[str, ...] = ()  # limits this host cannot hold (e.g. procs for root without a pids cgroup)
 
 
 @dataclass(frozen=True)

@@ -74,13 +74,19 @@ def launcher_source() -> str:
     return Path(__file__).with_name("launcher.py").read_text("utf-8")
 
 
-def launcher_argv(python: str, limits: ToolLimits, status_fd: int, *, bridge: bool) -> list[str]:
-    """The launcher's own command line (the command's argv follows it)."""
+def launcher_argv(
+    python: str, limits: ToolLimits, status_fd: int, *, bridge: bool, own_userns: bool, pids_cgroup: bool
+) -> list[str]:
+    """The launcher's own command line (the command's argv follows it).
+
+    RLIMIT_NPROC is left unset under a pids cgroup (the cgroup counts), and is set on top of the
+    user's running tasks without a user namespace of its own (see launcher.py)."""
     config = {
         "status_fd": status_fd,
+        "nproc_on_top": not own_userns,
         "limits": {
             "as": limits.memory_bytes,
-            "nproc": limits.procs,
+            "nproc": None if pids_cgroup else limits.procs,
             "fsize": limits.file_size_bytes,
             "cpu": limits.cpu_s,
         },

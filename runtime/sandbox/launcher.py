@@ -4,7 +4,8 @@ It stands between the sandbox and the command, inside bubblewrap when there is o
 only a process on that side can do:
 
 - sets the resource limits (RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU, no core dumps) *inside*
-  the sandbox's user namespace, where RLIMIT_NPROC counts only this command's processes;
+  the sandbox's user namespace, where RLIMIT_NPROC counts only this command's processes (without
+  one, it counts all of the user's, so the limit is then set that many above what already runs);
 - sets ``no_new_privs`` and makes itself a child subreaper, so that a child that detaches
   (``setsid cmd &``) is still its descendant, and kills every descendant when the command ends or
   when it gets SIGTERM (the host's timeout in ``--isolation none``);
@@ -50,6 +51,22 @@ def set_limits(limits: dict[str, int]) -> None:
         cap = value + slack
         new_hard = cap if hard == resource.RLIM_INFINITY else min(hard, cap)
         resource.setrlimit(which, (min(value, new_hard), new_hard))
+
+
+def tasks_of_user() -> int:
+    """Tasks (threads) the real uid already runs: outside a user namespace RLIMIT_NPROC counts them all."""
+    uid, total = os.getuid(), 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid:
+            total += int(fields.get("Threads", "1").strip())
+    return total
 
 
 def prctl(option: int, value: int) -> None:
@@ -142,7 +159,10 @@ def main() -> None:
     net = config.get("bridge")
     if net:
         listener = socket.create_server(("127.0.0.1", int(net["port"])))
-    set_limits(config.get("limits", {}))
+    limits = config.get("limits", {})
+    if config.get("nproc_on_top") and limits.get("nproc"):
+        limits["nproc"] += tasks_of_user()  # "procs more than the user runs already"
+    set_limits(limits)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGTERM, lambda *_: kill_descendants())

@@ -108,6 +108,8 @@ class LocalSandbox:
             languages=tuple(languages),
             limits=policy.limits.describe(),
             allow_net=tuple(str(t) for t in policy.allow_net) if mode == "bubblewrap" else (),
+            # RLIMIT_NPROC does not hold for host uid 0: without a pids cgroup a root server cannot count.
+            unenforced=("procs",) if pids_root is None and os.geteuid() == 0 else (),
         )
 
     def with_policy(self, policy: SandboxPolicy) -> LocalSandbox:
@@ -162,7 +164,15 @@ class LocalSandbox:
             pids = await self._cgroup(stack)
             status_r, status_w = os.pipe()
             stack.callback(os.close, status_r)
-            full = launcher_argv(_python(), limits, status_w, bridge=proxy_socket is not None) + argv
+            full = launcher_argv(
+                _python(),
+                limits,
+                status_w,
+                bridge=proxy_socket is not None,
+                own_userns=self.mode == "bubblewrap",
+                pids_cgroup=pids is not None,
+            )
+            full += argv
             if self.mode == "bubblewrap":
                 full = bwrap_argv(self.root, workdir, limits, proxy_socket=proxy_socket) + full
             if pids is not None:
