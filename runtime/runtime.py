@@ -26,6 +26,7 @@ from runtime.errors import InvalidInputError
 from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
+from runtime.sandbox.local import resolve_isolation
 from runtime.sandbox.opensandbox import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
@@ -110,6 +111,7 @@ class Runtime:
         root = resolve_home(home)
         if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
             sandbox_policy = load_policy(root)
+        resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
         await db.open(ALL_MIGRATIONS)
         body_error: BaseException | None = None

@@ -11,17 +11,20 @@ from runtime.sandbox.base import (
     FileEntry,
     FileTooLargeError,
     InvalidWorkspaceError,
+    IsolationUnavailableError,
     NotAFileError,
     PathEscapeError,
     Sandbox,
     SandboxError,
     SandboxFileNotFoundError,
     UnsupportedLanguageError,
+    WorkspaceFullError,
     check_workspace_name,
 )
 from runtime.sandbox.local import LocalBackend, LocalSandbox
 from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
 from runtime.sandbox.opensandbox_box import OpenSandboxSandbox
+from runtime.sandbox.policy import SandboxPolicy, ToolLimits
 from runtime.sandbox.registry import SandboxRegistry
 from runtime.sandbox.workspaces import WorkspaceExistsError
 
@@ -33,6 +36,7 @@ __all__ = [
     "FileEntry",
     "FileTooLargeError",
     "InvalidWorkspaceError",
+    "IsolationUnavailableError",
     "LocalBackend",
     "LocalSandbox",
     "NotAFileError",
@@ -43,8 +47,11 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxFileNotFoundError",
+    "SandboxPolicy",
     "SandboxRegistry",
+    "ToolLimits",
     "UnsupportedLanguageError",
     "WorkspaceExistsError",
+    "WorkspaceFullError",
     "check_workspace_name",
 ]
