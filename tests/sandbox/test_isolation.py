@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -141,3 +142,12 @@ async def test_opensandbox_gets_the_policy_its_api_can_express(opensandbox_domai
         await sandbox.close()
         await backend.destroy("w")
         await backend.aclose()
+
+
+async def test_the_demo_says_which_isolation_is_in_force() -> None:
+    from rath_mcp.demo import run_demo
+
+    lines: list[str] = []
+    assert await run_demo(lines.append) == 0
+    expected = "bubblewrap" if shutil.which("bwrap") else "unavailable"
+    assert f"(tool commands run with isolation: {expected})" in lines
