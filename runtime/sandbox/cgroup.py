@@ -63,9 +63,19 @@ def _candidates() -> list[Path]:
     return out
 
 
+def _sweep(base: Path) -> None:
+    """Remove empty cgroups left by servers that died mid-command (their pid is in the name)."""
+    for stale in base.glob(f"{PREFIX}*-*"):
+        pid = stale.name[len(PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                stale.rmdir()  # fails, harmlessly, if something still runs inside
+
+
 def find_pids_root() -> Path | None:
     """A cgroup directory under which we may make child cgroups with ``pids.max``, or None."""
     for base in _candidates():
+        _sweep(base)
         probe = base / f"{PREFIX}probe-{os.getpid()}-{os.urandom(3).hex()}"
         try:
             probe.mkdir()

@@ -12,7 +12,8 @@ empty), uid/gid 65534, ``no_new_privs``, its own session, and dies with its pare
 seen read-only and only in part (system directories and a few ``/etc`` files), the workspace is the
 only writable host directory, ``/tmp`` is a private tmpfs capped at the file-size limit, ``/dev``
 holds only the harmless nodes (null, zero, random, tty ...), ``/proc`` shows only the sandbox's own
-processes, and there is no network but the allow-list proxy.
+processes, there is no network but the allow-list proxy, and a seccomp filter makes the dangerous
+system calls fail (``seccomp.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import signal
 import sys
 from pathlib import Path
 
+from runtime.sandbox import seccomp
 from runtime.sandbox.policy import ToolLimits
 
 SANDBOX_UID = 65534  # "nobody": the uid and gid commands see inside the user namespace
@@ -95,10 +97,14 @@ def launcher_argv(
     return [python, "-I", "-S", "-c", launcher_source(), json.dumps(config)]
 
 
-def bwrap_argv(root: Path, workdir: Path, limits: ToolLimits, *, proxy_socket: str | None) -> list[str]:
+def bwrap_argv(
+    root: Path, workdir: Path, limits: ToolLimits, *, proxy_socket: str | None, seccomp_fd: int | None
+) -> list[str]:
     """The bubblewrap prefix for a command working in ``root`` (see the module docstring)."""
     ids = str(SANDBOX_UID)
     args = ["bwrap", "--unshare-all", "--unshare-user", "--uid", ids, "--gid", ids, "--disable-userns"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     for directory in SYSTEM_DIRS:
         if os.path.isdir(directory):
@@ -118,6 +124,19 @@ def bwrap_argv(root: Path, workdir: Path, limits: ToolLimits, *, proxy_socket: s
     # bwrap's own root is a tmpfs; make it read-only too, so /tmp and the workspace are the only writable places.
     args += ["--remount-ro", "/", "--chdir", str(workdir)]
     return [*args, "--"]
+
+
+def seccomp_pipe() -> int | None:
+    """A readable fd holding the seccomp program (bwrap reads it to EOF), or None without a filter."""
+    code = seccomp.program()
+    if code is None:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, code)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 def proxy_env() -> dict[str, str]:

@@ -44,7 +44,15 @@ from runtime.sandbox.base import (
     command_argv,
 )
 from runtime.sandbox.cgroup import PidsCgroup, find_pids_root
-from runtime.sandbox.confine import bwrap_argv, detect_limit, launcher_argv, limit_message, proxy_env, read_status
+from runtime.sandbox.confine import (
+    bwrap_argv,
+    detect_limit,
+    launcher_argv,
+    limit_message,
+    proxy_env,
+    read_status,
+    seccomp_pipe,
+)
 from runtime.sandbox.localfs import LocalFiles
 from runtime.sandbox.netproxy import filtering_proxy
 from runtime.sandbox.policy import SandboxPolicy
@@ -173,8 +181,11 @@ class LocalSandbox:
                 pids_cgroup=pids is not None,
             )
             full += argv
+            passed = [status_w]
             if self.mode == "bubblewrap":
-                full = bwrap_argv(self.root, workdir, limits, proxy_socket=proxy_socket) + full
+                seccomp_fd = seccomp_pipe()
+                passed += [] if seccomp_fd is None else [seccomp_fd]
+                full = bwrap_argv(self.root, workdir, limits, proxy_socket=proxy_socket, seccomp_fd=seccomp_fd) + full
             if pids is not None:
                 full = pids.enter_argv(full)
             try:
@@ -185,7 +196,7 @@ class LocalSandbox:
                     stdin=stdin_bytes,
                     timeout_s=timeout_s,
                     max_output_bytes=self._max_output,
-                    pass_fds=(status_w,),
+                    pass_fds=passed,
                     graceful_kill=self.mode == "none",
                 )
             except (FileNotFoundError, PermissionError) as exc:
@@ -214,13 +225,15 @@ class LocalSandbox:
     async def _cgroup(self, stack: AsyncExitStack) -> PidsCgroup | None:
         if self._pids_root is None:
             return None
-        group = await anyio.to_thread.run_sync(PidsCgroup, self._pids_root, self.policy.limits.procs)
+        root, limit = self._pids_root, self.policy.limits.procs
 
-        async def remove() -> None:
+        async def remove(group: PidsCgroup) -> None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(group.destroy)
 
-        stack.push_async_callback(remove)
+        with anyio.CancelScope(shield=True):  # made and registered for removal as one step, even if cancelled
+            group = await anyio.to_thread.run_sync(PidsCgroup, root, limit)
+            stack.push_async_callback(remove, group)
         return group
 
     async def run_code(self, code: str, *, language: str = "python", timeout_s: float = 30.0) -> CommandResult:

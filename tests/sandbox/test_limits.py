@@ -152,3 +152,14 @@ def test_limits_come_from_defaults_config_json_and_flags(tmp_path: Path) -> None
 def test_bad_settings_are_clear_errors(settings: dict[str, object], message: str) -> None:
     with pytest.raises(SandboxError, match=message):
         SandboxPolicy().updated(settings, where="test")
+
+
+def test_the_readme_sandbox_config_is_what_load_policy_reads(tmp_path: Path) -> None:
+    from tests.test_examples import readme_blocks
+
+    [snippet] = readme_blocks("jsonc")
+    (tmp_path / "config.json").write_text(snippet)
+    policy = load_policy(tmp_path)
+    assert policy.limits == ToolLimits(4 * 1024**3, 512, 1024**3, 600, 10 * 1024**3)
+    assert policy.allows("pypi.org", 443) and not policy.allows("api.github.com", 443)
+    assert policy.for_workflow("agent").allows("api.github.com", 443)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -145,3 +146,25 @@ async def test_files_a_command_makes_in_the_workspace_do_not_belong_to_a_privile
     assert result.ok and result.stdout.split()[0] == "65534", result
     setuid = await boxed.run_command("chown 0:0 made.txt 2>/dev/null && echo chowned; echo done")
     assert setuid.stdout == "done\n"
+
+
+async def test_a_seccomp_filter_refuses_the_dangerous_calls(boxed: LocalSandbox) -> None:
+    numbers = {
+        "x86_64": {"keyctl": 250, "ptrace": 101, "bpf": 321, "getpid": 39, "x32-getpid": 0x40000000 | 39},
+        "aarch64": {"keyctl": 219, "ptrace": 117, "bpf": 280, "getpid": 172},
+    }.get(platform.machine())
+    if numbers is None:
+        pytest.skip(f"no seccomp table for {platform.machine()}; the sandbox runs without a filter there")
+    code = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"for name, nr in {sorted(numbers.items())!r}:\n"
+        "    r = libc.syscall(nr, 0, 0, 0, 0)\n"
+        "    print(name, 'ok' if r >= 0 else os.strerror(ctypes.get_errno()))\n"
+        "print(*[l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')])\n"
+    )
+    result = await boxed.run_code(code)
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()[:-1])
+    assert lines.pop("getpid") == "ok", result
+    assert set(lines.values()) == {"Operation not permitted"}, result
+    assert result.stdout.splitlines()[-1] == "2"  # filter mode
