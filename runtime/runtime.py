@@ -27,7 +27,7 @@ from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.local import resolve_isolation
-from runtime.sandbox.opensandbox import OpenSandboxSettings
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService

@@ -1,7 +1,10 @@
 """Sandboxes: where tools run. One ``Backend`` protocol; ``local`` and ``opensandbox`` backends.
 
 ``SandboxRegistry`` (``rt.sandboxes``) maps a session's placement to an opened ``Sandbox``.
+``OpenSandboxBackend`` and ``OpenSandboxSandbox`` are imported on first use (the SDK is slow to load).
 """
+
+from typing import Any
 
 from runtime.sandbox.base import (
     Backend,
@@ -22,8 +25,7 @@ from runtime.sandbox.base import (
     check_workspace_name,
 )
 from runtime.sandbox.local import LocalBackend, LocalSandbox
-from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
-from runtime.sandbox.opensandbox_box import OpenSandboxSandbox
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, ToolLimits
 from runtime.sandbox.registry import SandboxRegistry
 from runtime.sandbox.workspaces import WorkspaceExistsError
@@ -55,3 +57,15 @@ __all__ = [
     "WorkspaceFullError",
     "check_workspace_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenSandboxBackend":
+        from runtime.sandbox.opensandbox import OpenSandboxBackend
+
+        return OpenSandboxBackend
+    if name == "OpenSandboxSandbox":
+        from runtime.sandbox.opensandbox_box import OpenSandboxSandbox
+
+        return OpenSandboxSandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -36,38 +36,18 @@ from opensandbox.models.filesystem import WriteEntry
 from opensandbox.models.sandboxes import NetworkPolicy, NetworkRule, SandboxFilter
 
 from runtime.sandbox.base import (
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES,
     SandboxError,
     SandboxFileNotFoundError,
     check_workspace_name,
 )
 from runtime.sandbox.opensandbox_box import HIDDEN_PREFIX, OpenSandboxSandbox, translate
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy
 from runtime.sandbox.workspaces import WorkspaceExistsError
 
 WORKSPACE_LABEL = "rath-workspace"
 NAMESPACE_LABEL = "rath-namespace"
 ATTEMPT_LABEL = "rath-attempt"  # one creation attempt, so a container whose start failed can be found and killed
-
-
-@dataclass(frozen=True)
-class OpenSandboxSettings:
-    """How to reach an OpenSandbox server and what each workspace container looks like."""
-
-    domain: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    protocol: str = "http"
-    image: str = "python:3.11-slim"
-    root_dir: str = "/workspace"
-    namespace: str = "rath"
-    request_timeout_s: float = 30.0
-    ready_timeout_s: float = 30.0
-    sandbox_timeout_s: float | None = None  # container lifetime; None keeps it until destroyed
-    use_server_proxy: bool = False
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False, compare=False)
 
 
 class OpenSandboxBackend:

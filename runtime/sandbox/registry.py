@@ -18,7 +18,7 @@ import anyio
 
 from runtime.sandbox.base import Backend, Sandbox, SandboxError, check_workspace_name
 from runtime.sandbox.local import LocalBackend, LocalSandbox
-from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sessions import Placement
 
@@ -49,9 +49,10 @@ class SandboxRegistry:
             opensandbox_settings = OpenSandboxSettings(**opensandbox_settings)
         self.home = Path(home)
         self.policy = policy if policy is not None else load_policy(self.home)
+        self._opensandbox_settings = opensandbox_settings
+        # The opensandbox backend (and its slow-to-import SDK) is made when first named: see _check_backend.
         self.backends: dict[str, Backend] = {
             "local": LocalBackend(self.home / "workspaces", use_bwrap=use_bwrap, policy=self.policy),
-            "opensandbox": OpenSandboxBackend(settings=opensandbox_settings, policy=self.policy),
         }
         self.default_backend = self._check_backend(default_backend)
         self._open: dict[tuple[str, str], Sandbox] = {}
@@ -62,8 +63,13 @@ class SandboxRegistry:
         self.backends[backend.name] = backend
 
     def _check_backend(self, name: str) -> str:
+        if name == "opensandbox" and name not in self.backends:
+            from runtime.sandbox.opensandbox import OpenSandboxBackend
+
+            self.backends[name] = OpenSandboxBackend(settings=self._opensandbox_settings, policy=self.policy)
         if name not in self.backends:
-            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of {', '.join(sorted(self.backends))}")
+            known = ", ".join(sorted(set(self.backends) | set(BUILTIN_BACKENDS)))
+            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of {known}")
         return name
 
     def placement(self, workspace: str | None = None, backend: str | None = None) -> Placement:
