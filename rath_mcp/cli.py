@@ -18,6 +18,7 @@ import anyio
 from rath_mcp import shell
 from rath_mcp.shell import note
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
+from runtime.providers import configuration_problem
 from runtime.runtime import DB_FILE
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.store.schema import ALL_MIGRATIONS
@@ -121,6 +122,8 @@ async def _serve(args: argparse.Namespace) -> int:
     from rath_mcp.transports import serve
 
     home = resolve_home(args.home)
+    if (problem := configuration_problem(home)) is not None:
+        note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
     async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy) as rt:
         shell.load_workflows(rt, args.workflows)
