@@ -136,6 +136,9 @@ class OpenSandboxBackend:
         s = self.settings
         attempt = {**self._labels(workspace), ATTEMPT_LABEL: uuid.uuid4().hex}
         sdk: SdkSandbox | None = None
+        # Made here rather than inside the SDK, so that a start cancelled half-way can close its
+        # connections under a shield (the SDK's own cleanup runs unshielded and is cut short).
+        config = self._config().with_transport_if_missing()
         try:
             sdk = await SdkSandbox.create(
                 s.image,
@@ -144,7 +147,7 @@ class OpenSandboxBackend:
                 network_policy=self._network_policy(),
                 timeout=None if s.sandbox_timeout_s is None else timedelta(seconds=s.sandbox_timeout_s),
                 ready_timeout=timedelta(seconds=s.ready_timeout_s),
-                connection_config=self._config(),
+                connection_config=config,
             )
             await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
         except BaseException as exc:
@@ -152,6 +155,8 @@ class OpenSandboxBackend:
                 await self._kill_labelled(attempt)
                 if sdk is not None:
                     await sdk.close()
+                else:
+                    await config.close_transport_if_owned()
             if isinstance(exc, SandboxException):
                 raise translate(exc, f"open workspace {workspace!r}") from exc
             raise

@@ -194,14 +194,19 @@ class SandboxPolicy:
 
 
 def load_policy(home: Path, overrides: dict[str, Any] | None = None) -> SandboxPolicy:
-    """The policy of a home: defaults < ``config.json`` ``sandbox`` < ``overrides`` (CLI flags)."""
+    """The policy of a home: defaults < ``config.json`` ``sandbox`` < ``overrides`` (CLI flags).
+
+    A ``sandbox`` section with a bad value is an error; a config.json that is not JSON at all gives
+    the defaults (the server says once that the file is broken)."""
     policy = SandboxPolicy()
     path = Path(home) / "config.json"
     if path.is_file():
         try:
             config = json.loads(path.read_text("utf-8"))
-        except ValueError as exc:
-            raise SandboxError(f"{path} is not valid JSON ({exc}); fix or remove it") from None
+        except ValueError:
+            # The server reports an unreadable config.json once (rath_mcp.cli) and keeps serving; tools
+            # then get the defaults, which are the strictest settings (no network, default limits).
+            config = {}
         section = config.get("sandbox") if isinstance(config, dict) else None
         if section is not None:
             if not isinstance(section, dict):

@@ -118,6 +118,8 @@ async def test_a_detached_child_does_not_outlive_its_command(limited: LocalSandb
 
 def test_limits_come_from_defaults_config_json_and_flags(tmp_path: Path) -> None:
     assert load_policy(tmp_path) == SandboxPolicy()
+    (tmp_path / "config.json").write_text("{not json")  # the server reports the file; tools get the defaults
+    assert load_policy(tmp_path) == SandboxPolicy()
     assert SandboxPolicy().limits.describe() == {
         "memory_bytes": 2 * 1024**3,
         "procs": 256,
