@@ -26,7 +26,9 @@ from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
-from runtime.sandbox.opensandbox import OpenSandboxSettings
+from runtime.sandbox.local import resolve_isolation
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
+from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
 from runtime.store import StoreURL, open_backend, resolve_store
@@ -58,6 +60,7 @@ class Runtime:
         *,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> None:
         self.home = home
         self.store = store
@@ -71,7 +74,9 @@ class Runtime:
             self.workflows.register(workflow)
         self.runs = RunService(self, store.runs(tenant, project))
         self.providers = ProviderRegistry(home)
-        self.sandboxes = SandboxRegistry(home, default_backend=sandbox, opensandbox_settings=opensandbox)
+        self.sandboxes = SandboxRegistry(
+            home, default_backend=sandbox, opensandbox_settings=opensandbox, policy=sandbox_policy
+        )
 
     @classmethod
     @asynccontextmanager
@@ -87,6 +92,7 @@ class Runtime:
         lease_s: float = 30.0,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -97,17 +103,30 @@ class Runtime:
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
+        ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
         """
         _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
         _check_scope("project", project)
         check_backend_name(sandbox)
         root = resolve_home(home)
+        if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
+            sandbox_policy = load_policy(root)
+        resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         url = resolve_store(store, root)  # checked before anything is opened: a plain error
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
-                rt = cls(root, backend, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
+                rt = cls(
+                    root,
+                    backend,
+                    tenant,
+                    project,
+                    tg,
+                    sandbox=sandbox,
+                    opensandbox=opensandbox,
+                    sandbox_policy=sandbox_policy,
+                )
                 rt.runs.lease_s = lease_s
                 tg.start_soon(rt.runs.follow_others)
                 if workers:
