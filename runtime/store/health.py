@@ -53,7 +53,7 @@ def store_error(path: Path, exc: BaseException) -> StoreError | None:
         return StoreError(f"the store at {path} is damaged or not a database ({text}): {DAMAGE_HINT}")
     if code in _DAMAGED:
         return StoreError(f"the store at {path} is damaged ({text}): {DAMAGE_HINT}")
-    if code == sqlite3.SQLITE_READONLY:
+    if code == sqlite3.SQLITE_READONLY or (code == sqlite3.SQLITE_CANTOPEN and _read_only_directory(path)):
         return StoreError(
             f"the store at {path} is read-only ({text}): make the file and its directory writable by "
             "this user, or use another home"
@@ -76,6 +76,12 @@ def _is_ours(table: str) -> bool:
     from runtime.store.schema import ALL_MIGRATIONS  # imported here: the layers' schemas import this package
 
     return ("table", table.removeprefix("main.")) in _reference_schema(tuple(ALL_MIGRATIONS))
+
+
+def _read_only_directory(path: Path) -> bool:
+    """Whether the store's directory exists but cannot be written (a read-only mount or mode): SQLite needs
+    to write its -wal and -shm files beside the store even to read it."""
+    return path.parent.is_dir() and not os.access(path.parent, os.W_OK)
 
 
 @contextlib.contextmanager
