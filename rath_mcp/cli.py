@@ -24,6 +24,7 @@ import anyio.to_thread
 from rath_mcp import shell
 from rath_mcp.shell import existing_store, note, whole
 from runtime import RathError, Runtime, resolve_home
+from runtime.providers import configuration_problem
 from runtime.runtime import store_path
 from runtime.store import health
 from runtime.store.schema import ALL_MIGRATIONS
@@ -175,6 +176,8 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.transport != "stdio":
         _check_listen(args.host, args.port)
     home = resolve_home(args.home)
+    if (problem := configuration_problem(home)) is not None:
+        note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox) as rt:
         shell.load_workflows(rt, args.workflows)
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, TypeVar
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
-from runtime.errors import NotFoundError, RathError, RunFailure, StoreError, UsageError
+from runtime.errors import RathError, RunFailure, StoreError, UsageError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,9 +51,9 @@ def resource_errors() -> Iterator[None]:
     """Turn runtime errors raised while reading a resource into MCP resource errors."""
     try:
         yield
-    except NotFoundError as exc:
+    except UsageError as exc:  # an id that is not an id names no resource either: Invalid params, like a missing one
         raise ResourceNotFoundError(str(exc)) from exc
-    except (UsageError, RunFailure, StoreError) as exc:
+    except (RunFailure, StoreError) as exc:
         raise ResourceError(describe(exc)) from exc
 
 
@@ -97,39 +97,61 @@ _VALIDATION_HEAD = re.compile(r"^Error executing tool (?P<tool>[\w.-]+): \d+ val
 _PYDANTIC_DETAIL = re.compile(r"\s*\[type=.*\]\s*$")
 
 
-def concise_validation_text(text: str) -> str:
+def concise_validation_text(text: str, accepted: Mapping[str, Sequence[str]] | None = None) -> str:
     """pydantic's argument-validation report, rewritten as what was wrong and how to fix it.
 
     The SDK validates tool arguments before our code runs and reports pydantic's multi-line text
-    (with input values and documentation links). Anything not in that shape is returned as is.
+    (with input values and documentation links). An argument the tool does not declare is named
+    with the ones it does (``accepted``: each tool's argument names). Anything not in that shape is
+    returned as is.
     """
     lines = text.splitlines()
     head = _VALIDATION_HEAD.match(lines[0]) if lines else None
     if head is None:
         return text
+    tool = head.group("tool")
+    names = list((accepted or {}).get(tool, ()))
     problems: list[str] = []
+    unknown: list[str] = []
     field = "arguments"
     for line in lines[1:]:
         if line.startswith("    For further information"):
             continue
         if line.startswith("  "):
-            problems.append(f"{field}: {_PYDANTIC_DETAIL.sub('', line.strip())}")
+            if "type=extra_forbidden" in line:
+                unknown.append(field)
+            else:
+                problems.append(f"{field}: {_PYDANTIC_DETAIL.sub('', line.strip())}")
         else:
             field = line.strip() or field
-    tool = head.group("tool")
+    if unknown:
+        takes = ", ".join(names) if names else "none"
+        problems.insert(
+            0,
+            f"{tool} has no argument {_names(unknown)} (check the spelling; it takes: {takes})",
+        )
     return (
         f"invalid arguments for {tool}: " + "; ".join(problems) + f". Fix them and call {tool} again "
         "(its inputSchema lists every argument, its type and its limits)."
     )
 
 
-async def concise_validation_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+def _names(fields: list[str]) -> str:
+    quoted = [repr(f) for f in fields]
+    return quoted[0] if len(quoted) == 1 else "s " + ", ".join(quoted)
+
+
+def concise_validation_errors(accepted: Mapping[str, Sequence[str]]) -> ServerMiddleware[Any]:
     """Middleware: rewrite argument-validation failures of ``tools/call`` with :func:`concise_validation_text`."""
-    result = await call_next(ctx)
-    if ctx.method != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
+
+    async def rewrite(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
+            return result
+        content = result.get("content")
+        if isinstance(content, list) and content and isinstance(content[0], dict) and "text" in content[0]:
+            first = {**content[0], "text": concise_validation_text(str(content[0]["text"]), accepted)}
+            result = {**result, "content": [first, *content[1:]]}
         return result
-    content = result.get("content")
-    if isinstance(content, list) and content and isinstance(content[0], dict) and "text" in content[0]:
-        first = {**content[0], "text": concise_validation_text(str(content[0]["text"]))}
-        result = {**result, "content": [first, *content[1:]]}
-    return result
+
+    return rewrite

@@ -37,23 +37,36 @@ def lean_schema(schema: dict[str, Any]) -> None:
 
     A client checks every structured result against the tool's outputSchema, and the Python SDK's
     ``jsonschema`` spends about 8 microseconds per subschema it descends into: so drop
-    ``additionalProperties: true`` (the default, yet checked key by key) and turn ``anyOf: [{type:
-    X}, {type: null}]`` into ``type: [X, "null"]`` (one check instead of two descents). Subschemas
-    are made lean first, so a nullable object collapses too.
+    ``additionalProperties: true`` (the default, yet checked key by key). Nullable values stay
+    ``anyOf: [{type: X}, {type: null}]``: the one-check spelling ``type: [X, "null"]`` is less
+    portable (clients that map schemas onto a single-``type`` dialect, such as Gemini's, refuse it;
+    the MCP Inspector's ``--strict`` check warns about it).
     """
     for sub in _subschemas(schema):
         lean_schema(sub)
     if schema.get("additionalProperties") is True:
         del schema["additionalProperties"]
-    options = schema.get("anyOf")
-    if isinstance(options, list) and options and all(_plain_type(o) for o in options) and "type" not in schema:
-        del schema["anyOf"]
-        schema["type"] = [o["type"] for o in options]
 
 
-def _plain_type(schema: Any) -> bool:
-    """``{"type": "<name>"}`` and nothing else."""
-    return isinstance(schema, dict) and set(schema) == {"type"} and isinstance(schema["type"], str)
+#: Any JSON value, spelled type by type: a schema with no type at all reads as "anything, even not
+#: JSON" to schema linters (the MCP Inspector's --strict check) and to clients that need a type.
+ANY_JSON_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+}
+JsonValue = Annotated[Any, WithJsonSchema(ANY_JSON_SCHEMA)]
+"""A tool argument or result field that holds any JSON value."""
+
+#: The largest offset or sequence number an argument may hold: SQLite's INTEGER is 64-bit, and
+#: JavaScript clients read integers past 2**53 inexactly, so the schema's bound is the largest
+#: integer every client reads as written.
+MAX_INDEX = 2**53 - 1
 
 
 class WireModel(BaseModel):

@@ -41,7 +41,7 @@ from rath_mcp.sampling_queue import SamplingQueue
 from rath_mcp.sdk import connection_of
 from runtime import Runtime
 from runtime.durable import current_run_id
-from runtime.providers import ModelRequest, ModelResponse, ProviderError, SamplingProvider
+from runtime.providers import ModelRequest, ModelResponse, NoSamplingClient, ProviderError, SamplingProvider
 from runtime.providers.sampling import response_from_sampling, sampling_params
 
 MAX_REMEMBERED = 16
@@ -129,10 +129,9 @@ class ClientSampling:
         modern = self._modern_client_around()
         candidates = len(self._clients) + (1 if modern else 0)
         if candidates == 0:
-            raise ProviderError(
+            raise NoSamplingClient(
                 "no connected MCP client offers sampling; connect a client that declares the sampling "
-                "capability, or configure openai, anthropic or scripted",
-                provider="sampling",
+                "capability, or configure openai, anthropic or scripted"
             )
         if candidates > 1:
             raise ProviderError(

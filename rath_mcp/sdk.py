@@ -5,6 +5,10 @@
   in-memory transport reaches it the same way.
 - A request's ``ServerSession`` hides its ``Connection``; we need it for per-connection identity
   (subscriptions, sampling clients, log level) and for its ``exit_stack`` (forget them on close).
+- The stream protocols a transport hands the low-level server are not exported publicly; we wrap
+  the read stream of stdio and SSE (``rath_mcp.wire``) and so need their names.
+- ``MCPServer`` offers no way to refuse unknown tool arguments; each registered tool's argument
+  model is swapped for one that forbids extras (``forbid_unknown_arguments``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,12 @@ from typing import Any
 
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.session import ServerSession
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from pydantic import ConfigDict
+
+__all__ = ["ReadStream", "WriteStream", "add_request_handler", "connection_of", "forbid_unknown_arguments", "lowlevel"]
 
 
 def connection_of(session: ServerSession) -> Connection:
@@ -26,3 +35,26 @@ def add_request_handler(server: MCPServer, method: str, params_type: type[Any], 
     """Serve a protocol method ``MCPServer`` does not expose a decorator for."""
     lowlevel: Any = server._lowlevel_server
     lowlevel.add_request_handler(method, params_type, handler)
+
+
+def lowlevel(server: MCPServer) -> Any:
+    """The low-level ``Server`` behind ``server`` (to run it over streams we wrap)."""
+    return server._lowlevel_server
+
+
+def forbid_unknown_arguments(server: MCPServer) -> dict[str, list[str]]:
+    """Make every registered tool refuse argument names it does not declare; return each tool's names.
+
+    The argument model gets ``extra="forbid"`` (so validation fails naming the stray argument) and the
+    published inputSchema is regenerated from it (so it says ``additionalProperties: false``).
+    """
+    accepted: dict[str, list[str]] = {}
+    for tool in server._tool_manager.list_tools():
+        base = tool.fn_metadata.arg_model
+        config = ConfigDict(**base.model_config)
+        config["extra"] = "forbid"
+        strict: type[ArgModelBase] = type(base.__name__, (base,), {"model_config": config})
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+        accepted[tool.name] = [field.alias or name for name, field in strict.model_fields.items()]
+    return accepted

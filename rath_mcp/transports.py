@@ -3,6 +3,10 @@
 Everything human-readable goes to stderr: on stdio, stdout carries the protocol and nothing else.
 HTTP servers bind 127.0.0.1 by default (DNS-rebinding protection is on for loopback hosts), and
 report the address they actually bound (``--port 0`` picks a free port) on stderr.
+
+Every transport answers every request, even one the SDK's parser refuses (``rath_mcp.wire``):
+stdio and SSE run the server on a read stream that reads such messages again, and Streamable HTTP
+sits behind a guard that answers them with the request's id.
 """
 
 from __future__ import annotations
@@ -16,25 +20,82 @@ from typing import Literal
 import anyio
 import uvicorn
 from mcp.server import MCPServer
-from starlette.types import ASGIApp
+from mcp.server.sse import SseServerTransport
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rath_mcp import sdk
 from rath_mcp.shell import note
+from rath_mcp.wire import AnsweringReadStream, ParseGuard
 
 Transport = Literal["stdio", "http", "sse"]
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
+MESSAGES_PATH = "/messages/"
 
 
 async def serve(server: MCPServer, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve until the client hangs up (stdio) or the process is asked to stop (HTTP, SSE)."""
     if transport == "stdio":
-        await server.run_stdio_async()
+        await serve_stdio(server)
     elif transport == "http":
-        await _serve_asgi(server.streamable_http_app(host=host), host, port, "Streamable HTTP", MCP_PATH)
+        await _serve_asgi(streamable_http_app(server, host), host, port, "Streamable HTTP", MCP_PATH)
     elif transport == "sse":
-        await _serve_asgi(server.sse_app(host=host), host, port, "SSE", SSE_PATH)
+        await _serve_asgi(sse_app(server, host), host, port, "SSE", SSE_PATH)
     else:  # argparse restricts the choice; this guards programmatic callers
         raise ValueError(f"unknown transport {transport!r}; use stdio, http or sse")
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """``MCPServer.run_stdio_async``, on a read stream that answers messages the SDK could not parse."""
+    lowlevel = sdk.lowlevel(server)
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(
+            AnsweringReadStream(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
+        )
+
+
+def streamable_http_app(server: MCPServer, host: str) -> ASGIApp:
+    """The SDK's Streamable HTTP app behind :class:`ParseGuard` (its lifespan runs the session manager)."""
+    app = server.streamable_http_app(host=host)
+    app.add_middleware(ParseGuard, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
+    return app
+
+
+def sse_app(server: MCPServer, host: str) -> ASGIApp:
+    """``MCPServer.sse_app`` (no auth), with each connection's read stream answering unparsable messages."""
+    security = None
+    if host in ("127.0.0.1", "localhost", "::1"):  # DNS-rebinding protection, as the SDK sets it for loopback
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    sse = SseServerTransport(MESSAGES_PATH, security_settings=security)
+    routes = [
+        Route(SSE_PATH, endpoint=_SSEConnection(server, sse), methods=["GET"]),
+        Mount(MESSAGES_PATH, app=sse.handle_post_message),
+    ]
+    return Starlette(routes=routes)
+
+
+class _SSEConnection:
+    """The ASGI endpoint of ``GET /sse``: one MCP connection for as long as the event stream is open."""
+
+    def __init__(self, server: MCPServer, sse: SseServerTransport) -> None:
+        self.lowlevel = sdk.lowlevel(server)
+        self.sse = sse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with self.sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
+            await self.lowlevel.run(
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                self.lowlevel.create_initialization_options(),
+            )
 
 
 class _Uvicorn(uvicorn.Server):

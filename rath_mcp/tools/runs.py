@@ -15,10 +15,10 @@ from mcp_types import InputRequiredResult
 from pydantic import Field
 
 from rath_mcp.errors import translate_tool
-from rath_mcp.models import WireModel
+from rath_mcp.models import MAX_INDEX, JsonValue, WireModel
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
-from runtime import InvalidInputError, Runtime
+from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable.models import TERMINAL, Run
 
 RunId = Annotated[str, Field(description="a run id, run_…")]
@@ -91,6 +91,36 @@ class Delegation(WireModel):
     hint: str | None
 
 
+async def _start(
+    rt: Runtime,
+    workflow: str,
+    *,
+    session_id: str | None = None,
+    message: str | None = None,
+    input: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    deadline_s: float | None = None,
+) -> Run:
+    """Start a run from ``session_id`` and/or ``message``: checked first, so a refused start writes nothing.
+
+    A key already used returns its run without making another input session from ``message``.
+    """
+    if idempotency_key is not None and message is not None:
+        existing = await rt.runs.by_idempotency_key(idempotency_key)
+        if existing is not None and existing.workflow != workflow:
+            raise ConflictError(
+                f"idempotency key {idempotency_key!r} was used for run {existing.id} of workflow {existing.workflow}; "
+                "use a new key for a new request"
+            )
+        if existing is not None:
+            return existing
+    await rt.runs.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
+    source = await _input_session(rt, session_id, message)
+    return await rt.runs.start(
+        workflow, session_id=source, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
+    )
+
+
 async def _input_session(rt: Runtime, session_id: str | None, message: str | None) -> str | None:
     """The session a run starts from: the given one (plus ``message``), or a new one holding ``message``."""
     if message is None:
@@ -139,9 +169,14 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
         run_id = waiter.resumed_run_id(ctx)
         if run_id is None:
-            source = await _input_session(rt, session_id, message)
-            started = await rt.runs.start(
-                workflow, session_id=source, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
+            started = await _start(
+                rt,
+                workflow,
+                session_id=session_id,
+                message=message,
+                input=input,
+                idempotency_key=idempotency_key,
+                deadline_s=deadline_s,
             )
             run_id = started.id
         return _summary(await waiter.wait(ctx, run_id, cap(wait_s)))
@@ -181,7 +216,9 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=READ_ONLY)
     @translate_tool
     async def run_events(
-        run_id: RunId, after_seq: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=1000)] = 100
+        run_id: RunId,
+        after_seq: Annotated[int, Field(ge=0, le=MAX_INDEX)] = 0,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     ) -> EventPage:
         """A run's events in order, after a sequence number."""
         events = await rt.runs.events(run_id, after_seq, limit)
@@ -200,7 +237,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         interrupt_id: str,
         ctx: Context,
         action: Literal["approve", "edit", "reject", "respond"],
-        value: Any = None,
+        value: Annotated[JsonValue, Field(description="the answer (edit/respond): any JSON value")] = None,
         reason: str | None = None,
     ) -> RunSummary:
         """Decide a pending interrupt; its run is queued to resume."""
@@ -219,7 +256,9 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def effect_resolve(
-        effect_id: str, outcome: Literal["applied", "not_applied"], result: Any = None
+        effect_id: str,
+        outcome: Literal["applied", "not_applied"],
+        result: Annotated[JsonValue, Field(description="what the effect returned, when applied")] = None,
     ) -> RunSummary:
         """Settle an ambiguous effect: applied (with its result) or not_applied (it will run again)."""
         return RunSummary.of(await rt.runs.resolve_effect(effect_id, outcome, result))
@@ -234,8 +273,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         if run_id is None:
             if not task.strip():
                 raise InvalidInputError("task is empty: say what should be done")
-            source = await _input_session(rt, None, task)
-            run_id = (await rt.runs.start(workflow, session_id=source)).id
+            run_id = (await _start(rt, workflow, message=task)).id
         outcome = await waiter.wait(ctx, run_id, cap(wait_s))
         if isinstance(outcome, InputRequiredResult):
             return outcome

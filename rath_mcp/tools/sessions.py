@@ -7,6 +7,7 @@ transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from rath_mcp.errors import translate_tool
 from rath_mcp.models import (
+    MAX_INDEX,
     ExportResult,
     ForkResult,
     LineageResult,
@@ -36,6 +38,15 @@ Limit = Annotated[int, Field(ge=1, le=500, description="page size, 1..500")]
 async def placement_for(rt: Runtime, workspace: str | None) -> Placement | None:
     """The placement a new session gets for ``workspace``: the runtime's default sandbox backend."""
     return rt.sandboxes.placement(workspace) if workspace is not None else None
+
+
+def _placement_check(rt: Runtime) -> Callable[[Placement], Placement]:
+    """The sandbox registry's check of an imported session's placement (known backend, plain workspace name)."""
+
+    def check(placement: Placement) -> Placement:
+        return rt.sandboxes.placement(placement.workspace, placement.backend)
+
+    return check
 
 
 def register(server: MCPServer, rt: Runtime) -> None:
@@ -68,7 +79,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @server.tool(annotations=READ_ONLY)
     @translate_tool
     async def session_get(
-        session_id: SessionId, offset: Annotated[int, Field(ge=0)] = 0, limit: Limit = 50
+        session_id: SessionId, offset: Annotated[int, Field(ge=0, le=MAX_INDEX)] = 0, limit: Limit = 50
     ) -> SessionPage:
         """A session's fields and one page of its chunks (oldest first)."""
         info, chunks = await rt.sessions.window(session_id, offset, limit)
@@ -137,4 +148,4 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @translate_tool
     async def session_import(jsonl: Annotated[str, Field(description="text made by session_export")]) -> SessionSummary:
         """Restore an exported session under its own id, with its lineage (importing twice is a no-op)."""
-        return SessionSummary.of(await rt.sessions.import_jsonl(jsonl))
+        return SessionSummary.of(await rt.sessions.import_jsonl(jsonl, check_placement=_placement_check(rt)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import math
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, get_args
@@ -20,6 +21,7 @@ from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, 
 from runtime.durable.store import Scope, dumps, end_unheld, insert_run, plain_update, run_row
 from runtime.errors import ConflictError, InvalidInputError
 from runtime.ids import check_id_search, now
+from runtime.jsonvalue import check_json
 from runtime.store.sqlite import search_ids
 
 if TYPE_CHECKING:
@@ -87,6 +89,33 @@ class RunService:
             await event.wait()
 
     # -- starting ----------------------------------------------------------------------------
+    async def check_start(
+        self,
+        workflow: str,
+        *,
+        session_id: str | None = None,
+        input: dict[str, Any] | None = None,
+        deadline_s: float | None = None,
+    ) -> None:
+        """Everything ``start`` checks before it writes, so a caller can check before it makes the input session."""
+        plan = self.rt.workflows.get(workflow)
+        if deadline_s is not None and not 0 < deadline_s < math.inf:
+            raise InvalidInputError(f"deadline_s must be a positive number of seconds, got {deadline_s}")
+        if input is not None and not isinstance(input, dict):
+            raise InvalidInputError(f"input must be a JSON object, got {type(input).__name__}")
+        payload = dict(input or {})
+        check_json(payload, "input")
+        decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
+        if session_id is not None:
+            await self.rt.sessions.info(session_id)
+
+    async def by_idempotency_key(self, idempotency_key: str) -> Run | None:
+        """The run started with this idempotency key here, if any."""
+        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?"
+        args = (self.scope.tenant, self.scope.project, idempotency_key)
+        row = await self.db.read(lambda conn: conn.execute(sql, args).fetchone())
+        return None if row is None else await self.get(str(row["id"]))
+
     async def start(
         self,
         workflow: str,
@@ -97,17 +126,10 @@ class RunService:
         deadline_s: float | None = None,
     ) -> Run:
         """Queue a run of ``workflow``. The same ``idempotency_key`` returns the same run."""
+        await self.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
         plan = self.rt.workflows.get(workflow)
         payload = dict(input or {})
-        if deadline_s is not None and deadline_s <= 0:
-            raise InvalidInputError(f"deadline_s must be a positive number of seconds, got {deadline_s}")
-        decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
-        try:
-            state_json = dumps(payload)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"input must be JSON-serialisable: {exc}") from None
-        if session_id is not None:
-            await self.rt.sessions.info(session_id)
+        state_json = dumps(payload)
         request = _request_hash(workflow, session_id, payload, deadline_s)
         fields = {
             "workflow": workflow,
@@ -266,6 +288,7 @@ class RunService:
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"
     ) -> Run:
         """Decide a pending interrupt; its run is queued to resume (the step re-runs, effects replay)."""
+        check_json(value, "value")
         run_id = await self.db.write(
             lambda c: decisions.decide(c, self.scope, interrupt_id, action, value, reason, actor)
         )
@@ -276,6 +299,7 @@ class RunService:
     async def resolve_effect(self, effect_id: str, outcome: str, result: Any = None) -> Run:
         """Settle an ambiguous effect: ``applied`` (with its result, replayed from now on) or ``not_applied``
         (run it again). When none is left ambiguous, a ``needs_review`` run is queued to go on."""
+        check_json(result, "result")
         run_id = await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, outcome, result))
         self._wake_workers()
         self.notify(run_id)

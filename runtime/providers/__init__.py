@@ -16,10 +16,10 @@ from runtime.providers.base import (
     TokenBudgetExceeded,
     ToolSpec,
 )
-from runtime.providers.config import PROVIDER_NAMES, load_provider, read_config
+from runtime.providers.config import PROVIDER_NAMES, configuration_problem, load_provider, read_config
 from runtime.providers.registry import ProviderRegistry
 from runtime.providers.retry import RetryPolicy
-from runtime.providers.sampling import SamplingCallback, SamplingProvider
+from runtime.providers.sampling import NoSamplingClient, SamplingCallback, SamplingProvider
 from runtime.providers.scripted import ScriptedProvider
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "AnthropicProvider",
     "ModelRequest",
     "ModelResponse",
+    "NoSamplingClient",
     "OpenAIProvider",
     "Provider",
     "ProviderConfigError",
@@ -56,6 +57,7 @@ __all__ = [
     "TokenBudget",
     "TokenBudgetExceeded",
     "ToolSpec",
+    "configuration_problem",
     "load_provider",
     "read_config",
 ]

@@ -114,6 +114,7 @@ class AnthropicProvider:
             secret=self._secret,
             errors=(anthropic.APIError, httpx2.HTTPError),  # a stream cut mid-way surfaces as httpx2's error
             connection_errors=(anthropic.APIConnectionError, httpx2.HTTPError),
+            url=safe_url(str(self._client.base_url).rstrip("/") + "/v1/messages"),
         )
 
     async def _plain(self, kwargs: dict[str, Any]) -> ModelResponse:

@@ -9,9 +9,14 @@
         "scripted":  {"script": "script.json"}}}
 
 Environment: ``RATH_PROVIDER``; ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_DEFAULT_MODEL``;
-``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_DEFAULT_MODEL``; ``RATH_SCRIPT``. With
-nothing configured the provider is ``scripted`` (echo when there is no script), so everything runs
-offline. Keys are passed to the SDK clients and never appear in reprs, errors or logs.
+``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_DEFAULT_MODEL``; ``RATH_SCRIPT``.
+
+With no provider chosen (neither ``RATH_PROVIDER`` nor ``provider`` in config.json) there is no
+default model: the ``agent`` and ``team`` workflows use the waiting MCP client's own model when it
+offers sampling, and otherwise fail saying how to configure one (``not_configured_message``). A
+fake answer is never given silently: ``scripted`` runs only when chosen. ``configuration_problem``
+is what a server reports, in one line, when it starts with a provider it could not build. Keys
+are passed to the SDK clients and never appear in reprs, errors or logs.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from runtime.errors import InvalidInputError
 from runtime.providers.base import Provider, ProviderConfigError
 from runtime.providers.retry import RetryPolicy
 from runtime.providers.scripted import ScriptedProvider
@@ -50,17 +56,32 @@ def read_config(home: Path) -> dict[str, Any]:
     return data
 
 
-def default_provider_name(home: Path, env: Mapping[str, str] | None = None) -> str:
-    """``$RATH_PROVIDER``, else ``provider`` in config.json, else ``scripted``."""
+def configured_provider_name(home: Path, env: Mapping[str, str] | None = None) -> str | None:
+    """``$RATH_PROVIDER``, else ``provider`` in config.json, else None (nothing chosen)."""
     env = os.environ if env is None else env
-    name = env.get("RATH_PROVIDER") or read_config(home).get("provider") or "scripted"
-    return str(name)
+    name = env.get("RATH_PROVIDER") or read_config(home).get("provider")
+    return str(name) if name else None
+
+
+def not_configured_message(home: Path) -> str:
+    """What to do when a model is needed and none is configured (CONTRACT §7)."""
+    return (
+        "no model provider is configured and no connected MCP client offers sampling; configure one: "
+        "RATH_PROVIDER=openai with OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server), "
+        "or RATH_PROVIDER=anthropic with ANTHROPIC_API_KEY, in the server's environment or as "
+        f'{{"provider": "openai", "providers": {{"openai": {{"api_key": "..."}}}}}} in {home / CONFIG_FILE}; '
+        "or use a client that offers sampling (its own model answers); RATH_PROVIDER=scripted gives scripted "
+        "offline replies, not a model"
+    )
 
 
 def provider_settings(name: str, home: Path, env: Mapping[str, str] | None = None, **overrides: Any) -> dict[str, Any]:
     """The merged settings of one provider: config.json < environment < ``overrides``."""
     env = os.environ if env is None else env
-    section = read_config(home).get("providers", {}).get(name, {})
+    sections = read_config(home).get("providers", {})
+    if not isinstance(sections, dict):
+        raise ProviderConfigError(f"providers in {home / CONFIG_FILE} must be an object of provider name to settings")
+    section = sections.get(name, {})
     if not isinstance(section, dict):
         raise ProviderConfigError(f"providers.{name} in {home / CONFIG_FILE} must be an object")
     settings = dict(section)
@@ -76,10 +97,32 @@ def provider_settings(name: str, home: Path, env: Mapping[str, str] | None = Non
     return settings
 
 
-def _retry(settings: dict[str, Any]) -> RetryPolicy:
-    return RetryPolicy(
-        max_retries=int(settings.get("max_retries", 3)), base_delay_s=float(settings.get("backoff_s", 0.5))
+def _number(name: str, settings: dict[str, Any], key: str, kind: type[int] | type[float], default: float) -> Any:
+    value = settings.get(key, default)
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ProviderConfigError(
+            f"providers.{name}.{key} must be a number, got {value!r}; fix it in $RATH_HOME/{CONFIG_FILE}"
+        ) from None
+
+
+def _client_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of the openai/anthropic provider classes, checked."""
+    retry = RetryPolicy(
+        max_retries=_number(name, settings, "max_retries", int, 3),
+        base_delay_s=_number(name, settings, "backoff_s", float, 0.5),
     )
+    common: dict[str, Any] = {
+        "api_key": _api_key(name, settings),
+        "base_url": settings.get("base_url") or None,
+        "timeout_s": _number(name, settings, "timeout_s", float, 60.0),
+        "retry": retry,
+        "max_tokens": _number(name, settings, "max_tokens", int, 0) or None,
+    }
+    if settings.get("model"):
+        common["model"] = str(settings["model"])
+    return common
 
 
 def _api_key(name: str, settings: dict[str, Any]) -> str:
@@ -96,10 +139,15 @@ def _api_key(name: str, settings: dict[str, Any]) -> str:
 
 
 def load_provider(name: str | None, home: Path, *, env: Mapping[str, str] | None = None, **overrides: Any) -> Provider:
-    """Build the named provider (or the configured default) from config.json, environment and overrides."""
-    chosen = name or default_provider_name(home, env)
-    if chosen not in PROVIDER_NAMES:
-        raise ProviderConfigError(f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDER_NAMES)}")
+    """Build the named provider (or the configured one) from config.json, environment and overrides.
+
+    With no name given and none configured this raises ``ProviderConfigError`` saying how to
+    configure one: there is no silent default.
+    """
+    chosen = name or configured_provider_name(home, env)
+    if chosen is None:
+        raise ProviderConfigError(not_configured_message(home))
+    _check_name(chosen, home)
     if chosen == "sampling":
         raise ProviderConfigError(
             "the 'sampling' provider uses the connected MCP client's model and exists only while a client that "
@@ -107,20 +155,8 @@ def load_provider(name: str | None, home: Path, *, env: Mapping[str, str] | None
         )
     settings = provider_settings(chosen, home, env, **overrides)
     if chosen == "scripted":
-        script = settings.get("script")
-        if not script:
-            return ScriptedProvider(None)
-        path = Path(str(script)).expanduser()
-        return ScriptedProvider(path if path.is_absolute() else home / path)
-    common: dict[str, Any] = {
-        "api_key": _api_key(chosen, settings),
-        "base_url": settings.get("base_url") or None,
-        "timeout_s": float(settings.get("timeout_s", 60.0)),
-        "retry": _retry(settings),
-        "max_tokens": int(settings["max_tokens"]) if settings.get("max_tokens") else None,
-    }
-    if settings.get("model"):
-        common["model"] = str(settings["model"])
+        return ScriptedProvider(_script_path(home, settings))
+    common = _client_settings(chosen, settings)
     if chosen == "openai":  # the SDKs are imported here, on first use: each takes seconds to import
         from runtime.providers.openai_provider import OpenAIProvider
 
@@ -128,3 +164,42 @@ def load_provider(name: str | None, home: Path, *, env: Mapping[str, str] | None
     from runtime.providers.anthropic_provider import AnthropicProvider
 
     return AnthropicProvider(**common)
+
+
+def _check_name(name: str, home: Path) -> None:
+    if name not in PROVIDER_NAMES:
+        raise ProviderConfigError(
+            f"unknown provider {name!r} (from RATH_PROVIDER or {home / CONFIG_FILE}); "
+            f"choose one of {', '.join(PROVIDER_NAMES)}"
+        )
+
+
+def _script_path(home: Path, settings: dict[str, Any]) -> Path | None:
+    script = settings.get("script")
+    if not script:
+        return None
+    path = Path(str(script)).expanduser()
+    return path if path.is_absolute() else home / path
+
+
+def configuration_problem(home: Path, env: Mapping[str, str] | None = None) -> str | None:
+    """One line saying what is wrong with the configured provider, or None when it looks usable.
+
+    Checked without building SDK clients or touching the network (a server start stays fast): the
+    config file parses, the name is known, its settings are known, a key or base URL is there, a
+    script file is readable and valid. Nothing configured is not a problem (see the module doc).
+    Never holds a secret: messages name variables and files, not values.
+    """
+    try:
+        name = configured_provider_name(home, env)
+        if name is None or name == "sampling":
+            return None
+        _check_name(name, home)
+        settings = provider_settings(name, home, env)
+        if name == "scripted":
+            ScriptedProvider(_script_path(home, settings))
+        else:
+            _client_settings(name, settings)
+    except (ProviderConfigError, InvalidInputError) as exc:
+        return " ".join(f"model provider misconfigured: {exc}".splitlines())
+    return None

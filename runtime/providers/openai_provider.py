@@ -108,6 +108,7 @@ class OpenAIProvider:
             secret=self._secret,
             errors=(openai.APIError, httpx2.HTTPError),  # a stream cut mid-way surfaces as httpx2's error
             connection_errors=(openai.APIConnectionError, httpx2.HTTPError),
+            url=safe_url(str(self._client.base_url).rstrip("/") + "/chat/completions"),
         )
 
     async def _plain(self, kwargs: dict[str, Any]) -> ModelResponse:

@@ -58,15 +58,18 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def failure_of(
-    provider: str, exc: Exception, *, secret: str | None, connection_error: bool, retry_ok: bool
+    provider: str, exc: Exception, *, secret: str | None, connection_error: bool, retry_ok: bool, url: str = ""
 ) -> Exception:
     """An SDK error as a ``ProviderError`` (wrapped in ``RetryableFailure`` when worth retrying).
 
-    ``connection_error``: the SDK says the request never got an answer (always worth a retry).
+    ``connection_error``: the SDK says the request never got an answer (always worth a retry); the
+    message then names ``url``, the endpoint tried (without credentials), which is what to check.
     ``retry_ok``: false once text has been streamed to the caller, so a retry would repeat it.
     """
     status = getattr(exc, "status_code", None)
     detail = redact(str(exc), [secret])
+    if connection_error and status is None and url:
+        detail = f"the connection to {url} failed ({detail}); check that a server answers there, or fix the base URL"
     error = ProviderError(
         f"{provider}: {detail}" + (f" (HTTP {status})" if status else ""),
         provider=provider,
@@ -119,11 +122,12 @@ async def complete_with_retries(
     secret: str | None,
     errors: tuple[type[Exception], ...],
     connection_errors: tuple[type[Exception], ...],
+    url: str = "",
 ) -> T:
     """One provider call under ``policy``: ``plain()``, or ``streamed(relay)`` when there is ``on_delta``.
 
     An exception of ``errors`` is translated by ``failure_of`` (``connection_errors`` are the ones
-    that got no answer); a streamed attempt is not retried once text has gone through ``relay``.
+    that got no answer, and name ``url``); a streamed attempt is not retried once text has gone through ``relay``.
     """
 
     async def attempt() -> T:
@@ -139,6 +143,8 @@ async def complete_with_retries(
             return await (plain() if on_delta is None else streamed(relay))
         except errors as exc:
             connection = isinstance(exc, connection_errors)
-            raise failure_of(provider, exc, secret=secret, connection_error=connection, retry_ok=not relayed) from None
+            raise failure_of(
+                provider, exc, secret=secret, connection_error=connection, retry_ok=not relayed, url=url
+            ) from None
 
     return await with_retries(attempt, policy)

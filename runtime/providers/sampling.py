@@ -36,6 +36,19 @@ from runtime.providers.base import (
 from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
 
 SamplingCallback = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+class NoSamplingClient(ProviderError):
+    """Raised by a sampling callback when no connected client offers sampling at all.
+
+    Distinct from other sampling failures so that the default provider (used when nothing is
+    configured) can answer it with how to configure a model instead.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, provider="sampling")
+
+
 DEFAULT_MAX_TOKENS = 1024
 _STOP = {"endTurn": "stop", "stopSequence": "stop", "toolUse": "tool_calls", "maxTokens": "length"}
 

@@ -1,7 +1,8 @@
 """The ``scripted`` provider: deterministic replies and tool calls from a JSON script.
 
-Shipped for tests and offline use: the shipped ``agent`` and ``team`` workflows run on it when no
-model is configured. A script is a JSON file (or the same structure in Python)::
+Shipped for tests, demos and offline use; it runs only when chosen (``RATH_PROVIDER=scripted``,
+``"provider": "scripted"`` in config.json, ``input.provider``, or registered by code), never in
+place of a model nobody configured. A script is a JSON file (or the same structure in Python)::
 
     {"replies": [
         {"content": "I will write the file.",
@@ -17,8 +18,8 @@ ids are ``call_<n>`` unless the reply gives an ``id``. ``usage`` defaults to a d
 estimate (about four characters a token). When no reply fits the error says so and names the file.
 
 ``ScriptedProvider(None)`` (no script at all) answers every request by echoing the last message
-the user wrote (unnamed ``user`` chunk): the offline default, so a fresh install runs end to end
-without keys or network.
+the user wrote (unnamed ``user`` chunk), marked ``(scripted echo)`` so nobody takes it for a
+model's answer.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from runtime.errors import InvalidInputError
 from runtime.ids import is_id
+from runtime.jsonvalue import MAX_DEPTH, problem, shorten
 from runtime.sessions.model import Chunk, LineageNode, SessionInfo
 from runtime.sessions.store import StoredChunk
 
@@ -68,8 +69,13 @@ def parse(text: str) -> Document:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _fail(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except (RecursionError, ValueError):  # nested past the parser's depth, an integer of 4300+ digits
+            raise _fail(line_no, f"not JSON this store can keep (nested deeper than {MAX_DEPTH} levels?)") from None
         if not isinstance(row, dict) or "type" not in row:
             raise _fail(line_no, "each line must be a JSON object with a 'type'")
+        found = problem(row, int64=True)
+        if found is not None:
+            raise _fail(line_no, f"the value at {shorten(found[0]) or 'the top'} {found[1]}")
         rows.append((line_no, row))
     line_no, first = rows[0]
     if first.get("type") != "session" or first.get("format") != FORMAT:
@@ -80,6 +86,7 @@ def parse(text: str) -> Document:
     except ValidationError as exc:
         raise _fail(line_no, f"bad session header: {_brief(exc)}") from None
     _check_ids(line_no, [header.id, *header.parents])
+    _check_header(line_no, header)
     chunks: list[StoredChunk] = []
     ancestors: list[tuple[LineageNode, tuple[str, ...]]] = []
     for line_no, row in rows[1:]:
@@ -98,6 +105,8 @@ def parse(text: str) -> Document:
                     raise _fail(line_no, "an ancestor's 'parents' must be a list of ids")
                 node = LineageNode.model_validate(row)
                 _check_ids(line_no, [node.id, *parents])
+                if node.id in parents:
+                    raise _fail(line_no, f"ancestor {node.id} names itself as its parent")
                 ancestors.append((node, tuple(parents)))
             else:
                 raise _fail(line_no, f"unknown line type {kind!r} (expected 'chunk' or 'ancestor')")
@@ -109,6 +118,18 @@ def parse(text: str) -> Document:
             "the export was cut or edited — export the session again"
         )
     return Document(header, chunks, ancestors)
+
+
+def _check_header(line_no: int, header: SessionInfo) -> None:
+    """What the model alone does not say: lineage that is a DAG, and a timestamp that is a time."""
+    if header.id in header.parents:
+        raise _fail(line_no, f"session {header.id} names itself as its parent; a session's parents come before it")
+    if len(set(header.parents)) != len(header.parents):
+        raise _fail(line_no, "a parent is listed twice in 'parents'")
+    if not 0 <= header.created_at < 1e11:  # seconds since 1970, up to the year 5138
+        raise _fail(line_no, f"created_at {header.created_at!r} is not a time (seconds since 1970)")
+    if header.length < 0:
+        raise _fail(line_no, "length must be zero or more")
 
 
 def _check_ids(line_no: int, ids: list[str]) -> None:

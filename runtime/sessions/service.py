@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.ids import check_id_search
+from runtime.jsonvalue import check_json
 from runtime.sessions import jsonl
 from runtime.sessions.merge import merged_tail, total_usage
 from runtime.sessions.model import (
@@ -60,8 +61,7 @@ def _json_object(value: dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError(f"metadata must be a JSON object (a dict), got {type(value).__name__}")
-    if not all(isinstance(k, str) for k in value):
-        raise InvalidInputError("metadata keys must be strings")
+    check_json(value, "metadata")
     try:
         normal: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
@@ -356,14 +356,20 @@ class SessionService:
             parents.setdefault(edge.child, []).append(edge.parent)
         return jsonl.dump(info, stored, [(n, tuple(parents.get(n.id, []))) for n in graph.nodes if n.id != session_id])
 
-    async def import_jsonl(self, text: str) -> SessionInfo:
+    async def import_jsonl(
+        self, text: str, check_placement: Callable[[Placement], object] | None = None
+    ) -> SessionInfo:
         """Restore an exported session under its own id, with its lineage. Idempotent.
 
         Importing the same file twice returns the same session; an id that exists here with
-        different content is a clear error. Malformed input writes nothing.
+        different content is a clear error. Malformed input writes nothing: ``check_placement``
+        (the sandbox registry's check, which this layer does not know) vets the header's placement,
+        and every parent must be here already or come with the export's ancestors.
         """
         doc = jsonl.parse(text)
         header = doc.header
+        if check_placement is not None:
+            check_placement(header.placement)
         try:
             current, same = await self.store.snapshot(header.id)
         except NotFoundError:
@@ -379,6 +385,12 @@ class SessionService:
                 "import into another home, or export the existing one to compare"
             )
         known = await self.store.ancestry(list(header.parents)) if header.parents else {}
+        missing = set(header.parents) - set(known) - {node.id for node, _ in doc.ancestors}
+        if missing:
+            raise InvalidInputError(
+                f"line 1 of the JSONL: parent {sorted(missing)[0]} is neither in this store nor among the "
+                "export's ancestor lines; export the session again (it lists its ancestry) or import its parent first"
+            )
         new = NewSession(
             own_usage=header.usage.minus(total_usage(known.values())),
             op=header.op,

@@ -3,7 +3,9 @@
 The run's session (or a new one made from ``input.message``; a message given with a session is
 appended to it) goes to an ``Agent`` with the built-in sandbox tools on the session's placement,
 the tools of any MCP servers declared in ``config.json``, and memory recall. The provider is
-``input.provider``, else the runtime's default (``RATH_PROVIDER``; ``scripted`` offline).
+``input.provider``, else the configured one (``RATH_PROVIDER`` or config.json), else the model of
+the MCP client waiting on the run, if it offers sampling; with none of these the run fails saying
+how to configure a provider (it never answers with a stand-in).
 
 The agent runs journaled on the step's effect ledger (``journal=ctx.effect``): every model answer,
 tool call and session append is an effect, so when the step runs again (after a crash or a retry)
@@ -21,6 +23,7 @@ from runtime.flow.agent import Agent, AgentResult, MemoryOptions
 from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs
 from runtime.flow.tools import FlowToolCall, sandbox_tools
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
+from runtime.providers.base import Provider
 from runtime.providers.config import PROVIDER_NAMES
 from runtime.sessions.model import Session
 
@@ -44,14 +47,27 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+def _task_chunks(ctx: StepContext) -> list[dict[str, Any]]:
+    """``input.message`` as chunks to add; an error when there is neither it nor a session."""
+    message = ctx.input.get("message")
+    chunks = [{"kind": "user", "content": message}] if isinstance(message, str) and message else []
+    if ctx.session_id is None and not chunks:
+        raise InvalidInputError("give the run a session_id or input.message (the task for the agent)")
+    return chunks
+
+
+def provider_for(ctx: StepContext) -> Provider:
+    """The run's provider, checked (with the task) before anything is written: a run that cannot
+    have a model fails without leaving a session behind."""
+    _task_chunks(ctx)
+    return ctx.runtime.providers.get(ctx.input.get("provider"))
+
+
 async def input_session(ctx: StepContext) -> Session:
     """The session a run works on: the given one (plus ``input.message``), or a new one from the message."""
     sessions = ctx.runtime.sessions
-    message = ctx.input.get("message")
-    chunks = [{"kind": "user", "content": message}] if isinstance(message, str) and message else []
+    chunks = _task_chunks(ctx)
     if ctx.session_id is None:
-        if not chunks:
-            raise InvalidInputError("give the run a session_id or input.message (the task for the agent)")
         return await sessions.create(chunks, metadata={"run_id": ctx.run_id})
     if chunks:
         return await sessions.get((await sessions.append(ctx.session_id, chunks)).id)
@@ -105,8 +121,8 @@ class AgentWorkflow(Workflow):
 
     async def _run(self, ctx: StepContext) -> dict[str, Any]:
         inp = ctx.input
+        provider = provider_for(ctx)
         session = await journaled_input_session(ctx)
-        provider = ctx.runtime.providers.get(inp.get("provider"))
         async with AsyncExitStack() as stack:
             tools = await workspace_tools(ctx, session, stack) if inp.get("tools", True) else []
             agent = Agent(

@@ -21,7 +21,7 @@ from runtime.flow.agent import Agent, MemoryOptions
 from runtime.flow.selector import Choice, Selector
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, router, step
 from runtime.providers.config import PROVIDER_NAMES
-from runtime.workflows.agent import journaled_input_session, result_state, workspace_tools
+from runtime.workflows.agent import journaled_input_session, provider_for, result_state, workspace_tools
 
 MEMBERS: dict[str, tuple[str, str]] = {
     "planner": (
@@ -72,6 +72,7 @@ class Team(Workflow):
 
     @step(entry=True, effects=EffectClass.IDEMPOTENT, successors=["route"])
     async def begin(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        provider_for(ctx)  # first: a team that cannot have a model writes nothing
         session = await journaled_input_session(ctx)
         return await self._choose({**state, "session_id": session.id, "turns": []}, ctx)
 

@@ -42,11 +42,23 @@ async def test_agent_workflow_uses_the_sessions_sandbox_and_answers(rt: Runtime)
     assert "step.progress" in events
 
 
-async def test_agent_workflow_runs_offline_with_nothing_configured(
+async def test_agent_workflow_with_no_provider_fails_saying_how_to_configure_one(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for var in ("RATH_PROVIDER", "RATH_SCRIPT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+    session = await rt.sessions.create([{"kind": "user", "content": "hello agent"}])
+    run = await rt.runs.wait((await rt.runs.start("agent", session_id=session.id)).id, 20)
+    assert run.status == "failed" and run.output_session_id is None
+    assert "no model provider is configured" in (run.error or "")
+    assert "RATH_PROVIDER=openai" in (run.error or "") and str(rt.home / "config.json") in (run.error or "")
+
+
+async def test_agent_workflow_runs_offline_on_the_scripted_provider_when_chosen(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RATH_SCRIPT", raising=False)
+    monkeypatch.setenv("RATH_PROVIDER", "scripted")
     session = await rt.sessions.create([{"kind": "user", "content": "hello agent"}])
     run = await rt.runs.wait((await rt.runs.start("agent", session_id=session.id)).id, 20)
     assert run.status == "succeeded", run.error
@@ -103,9 +115,18 @@ async def test_team_members_take_turns_chosen_by_the_selector(rt: Runtime) -> No
     assert out.usage.total_tokens > 0
 
 
+async def test_team_with_no_provider_fails_before_it_writes_anything(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RATH_PROVIDER", raising=False)
+    run = await rt.runs.wait((await rt.runs.start("team", input={"message": "tidy the workspace"})).id, 30)
+    assert run.status == "failed" and "no model provider is configured" in (run.error or "")
+    assert (await rt.sessions.page())[0] == []  # checked before the session was made from the message
+
+
 async def test_team_offline_plans_once_then_finishes(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("RATH_PROVIDER", "RATH_SCRIPT"):
-        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("RATH_SCRIPT", raising=False)
+    monkeypatch.setenv("RATH_PROVIDER", "scripted")  # the echo: chosen, never a silent default
     run = await rt.runs.start("team", input={"message": "tidy the workspace"})
     run = await rt.runs.wait(run.id, 30)
     assert run.status == "succeeded", run.error

@@ -165,7 +165,10 @@ async def test_unknown_run_ids_say_how_to_find_one(client: Client) -> None:
     assert "run_missing" in text
 
 
-async def test_delegate_defaults_to_the_agent_workflow_which_runs_offline(client: Client) -> None:
+async def test_delegate_defaults_to_the_agent_workflow_which_runs_offline_on_scripted(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RATH_PROVIDER", "scripted")  # chosen: with nothing configured delegate fails instead
     result = await call(client, "delegate", task="Say hello back.", wait_s=30)
     assert result["status"] == "succeeded", result["error"]
     assert result["answer"] and result["session_id"].startswith("ses_")

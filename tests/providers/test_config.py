@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from runtime.providers import (
     ProviderRegistry,
     SamplingProvider,
     ScriptedProvider,
+    configuration_problem,
     load_provider,
 )
 from runtime.sessions.model import Chunk, Usage
@@ -27,10 +29,62 @@ def write_config(home: Path, data: dict[str, object]) -> None:
     (home / "config.json").write_text(json.dumps(data))
 
 
+def test_nothing_configured_is_an_error_saying_how_to_configure_a_provider(tmp_path: Path) -> None:
+    with pytest.raises(ProviderConfigError, match="no model provider is configured") as info:
+        load_provider(None, tmp_path, env={})
+    message = str(info.value)
+    assert "RATH_PROVIDER=openai" in message and "OPENAI_API_KEY" in message and "ANTHROPIC_API_KEY" in message
+    assert str(tmp_path / "config.json") in message and "sampling" in message
+    assert configuration_problem(tmp_path, env={}) is None  # not a misconfiguration: nothing to report at start
+
+
 @pytest.mark.anyio
-async def test_nothing_configured_gives_the_offline_scripted_echo(tmp_path: Path) -> None:
-    provider = load_provider(None, tmp_path, env={})
-    assert isinstance(provider, ScriptedProvider) and provider.replies is None
+async def test_scripted_runs_when_chosen_by_environment_or_config_file(tmp_path: Path) -> None:
+    ask = ModelRequest(messages=[Chunk(kind="user", content="ping")])
+    chosen = load_provider(None, tmp_path, env={"RATH_PROVIDER": "scripted"})
+    assert (await chosen.complete(ask)).content == "(scripted echo) ping"
+    write_config(tmp_path, {"provider": "scripted"})
+    assert isinstance(load_provider(None, tmp_path, env={}), ScriptedProvider)
+
+
+@pytest.mark.parametrize(
+    ("config", "env", "expected"),
+    [
+        ("{oops", {}, r"config\.json is not valid JSON"),
+        ('["openai"]', {}, "must hold a JSON object"),
+        ('{"providers": []}', {"RATH_PROVIDER": "openai"}, "providers in .* must be an object"),
+        (None, {"RATH_PROVIDER": "gemini"}, "unknown provider 'gemini'"),
+        (None, {"RATH_PROVIDER": "openai"}, "needs an API key: set OPENAI_API_KEY"),
+        ('{"provider": "anthropic"}', {}, "needs an API key: set ANTHROPIC_API_KEY"),
+        (None, {"RATH_PROVIDER": "scripted", "RATH_SCRIPT": "/nonexistent/script.json"}, "cannot read"),
+        (
+            f'{{"provider": "openai", "providers": {{"openai": {{"api_key": "{SECRET}", "timeout_s": "soon"}}}}}}',
+            {},
+            r"providers\.openai\.timeout_s must be a number",
+        ),
+        (
+            f'{{"provider": "openai", "providers": {{"openai": {{"api_key": "{SECRET}", "modle": "x"}}}}}}',
+            {},
+            r"unknown setting\(s\) \['modle'\]",
+        ),
+    ],
+)
+def test_a_misconfigured_provider_is_one_line_without_secrets(
+    tmp_path: Path, config: str | None, env: dict[str, str], expected: str
+) -> None:
+    if config is not None:
+        (tmp_path / "config.json").write_text(config)
+    problem = configuration_problem(tmp_path, env=env)
+    assert problem is not None and problem.startswith("model provider misconfigured: ")
+    assert re.search(expected, problem), problem
+    assert "\n" not in problem and SECRET not in problem
+
+
+def test_a_usable_configuration_has_no_problem(tmp_path: Path) -> None:
+    assert configuration_problem(tmp_path, env={"RATH_PROVIDER": "openai", "OPENAI_API_KEY": SECRET}) is None
+    assert configuration_problem(tmp_path, env={"RATH_PROVIDER": "openai", "OPENAI_BASE_URL": "http://x/v1"}) is None
+    assert configuration_problem(tmp_path, env={"RATH_PROVIDER": "sampling"}) is None
+    assert configuration_problem(tmp_path, env={"RATH_PROVIDER": "scripted"}) is None
 
 
 @pytest.mark.anyio
@@ -88,7 +142,7 @@ def test_invalid_config_json_is_a_clear_error(tmp_path: Path) -> None:
 async def test_scripted_script_path_is_relative_to_home_and_rath_script_wins(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text(json.dumps(["from a"]))
     (tmp_path / "b.json").write_text(json.dumps(["from b"]))
-    write_config(tmp_path, {"providers": {"scripted": {"script": "a.json"}}})
+    write_config(tmp_path, {"provider": "scripted", "providers": {"scripted": {"script": "a.json"}}})
     ask = ModelRequest(messages=[Chunk(kind="user", content="hi")])
     assert (await load_provider(None, tmp_path, env={}).complete(ask)).content == "from a"
     env = {"RATH_SCRIPT": str(tmp_path / "b.json")}
@@ -118,8 +172,10 @@ async def test_sampling_provider_asks_its_callback() -> None:
 @pytest.mark.anyio
 async def test_registry_builds_once_accepts_registrations_and_closes(tmp_path: Path) -> None:
     registry = ProviderRegistry(tmp_path, env={"OPENAI_API_KEY": SECRET})
-    assert registry.default_name() == "scripted"
-    assert registry.get() is registry.get("scripted")
+    assert registry.default_name() is None
+    with pytest.raises(ProviderConfigError, match="no model provider is configured"):
+        registry.get()
+    assert registry.get("scripted") is registry.get("scripted")
     openai_provider = registry.get("openai")
     assert isinstance(openai_provider, OpenAIProvider)
     custom = ScriptedProvider(["custom"])

@@ -209,6 +209,8 @@ async def test_connection_refused_is_a_provider_error(make: Make, kind: str) -> 
     with pytest.raises(ProviderError) as info:
         await make(kind, dead, RetryPolicy(max_retries=1, base_delay_s=0.0)).complete(ask())
     assert info.value.retryable and info.value.status is None
+    endpoint = "/v1/chat/completions" if kind == "openai" else "/v1/messages"
+    assert f"the connection to http://127.0.0.1:9{endpoint} failed" in str(info.value)  # the URL it tried
 
 
 @pytest.mark.anyio
