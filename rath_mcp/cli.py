@@ -26,6 +26,7 @@ from rath_mcp.shell import existing_store, note, whole
 from runtime import RathError, Runtime, resolve_home
 from runtime.providers import configuration_problem
 from runtime.runtime import store_path
+from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.store import health
 from runtime.store.schema import ALL_MIGRATIONS
 from runtime.store.sqlite import SQLiteDatabase, pending_migrations
@@ -83,6 +84,32 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _sandbox_args(parser: argparse.ArgumentParser) -> None:
+    """Isolation, limits and network of the commands tools run (CONTRACT §11); unset means config.json's."""
+    parser.add_argument(
+        "--isolation",
+        choices=["auto", "bwrap", "none"],
+        help="how tool commands are isolated (default auto: bubblewrap where installed, else commands are refused)",
+    )
+    parser.add_argument("--allow-net", metavar="HOST[:PORT][,...]", help="hosts tool commands may reach (default none)")
+    parser.add_argument("--tool-memory", metavar="SIZE", help="address space per tool process, e.g. 2G (default 2G)")
+    parser.add_argument("--tool-procs", type=int, metavar="N", help="processes per tool command (default 256)")
+    parser.add_argument("--tool-file-size", metavar="SIZE", help="largest file a tool command writes (default 256M)")
+    parser.add_argument("--tool-cpu-s", type=int, metavar="S", help="CPU seconds per tool process (default 300)")
+
+
+def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
+    flags = {
+        "isolation": args.isolation,
+        "allow_net": args.allow_net,
+        "memory": args.tool_memory,
+        "procs": args.tool_procs,
+        "file_size": args.tool_file_size,
+        "cpu_s": args.tool_cpu_s,
+    }
+    return load_policy(home, flags)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
     parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
@@ -96,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
+    _sandbox_args(p)
     _home_arg(p)
 
     sub.add_parser("demo", help="a guided offline tour of the server through a real MCP client")
@@ -108,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help="how soon another worker may take over a dead one")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
+    _sandbox_args(p)
     _home_arg(p)
 
     p = sub.add_parser("check", help="check the store: integrity, schema, pending migrations (exit 1 if unhealthy)")
@@ -178,8 +207,10 @@ async def _serve(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     if (problem := configuration_problem(home)) is not None:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
-    async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox) as rt:
+    policy = _sandbox_policy(args, home)
+    async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy) as rt:
         shell.load_workflows(rt, args.workflows)
+        note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
     return 0
 
@@ -263,9 +294,11 @@ def _backup_to(path: Path, dest: str) -> str:
 
 async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
-    async with Runtime.open(home, workers=args.workers, lease_s=args.lease_s) as rt:
+    policy = _sandbox_policy(args, home)
+    async with Runtime.open(home, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
+        note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         await shell.wait_for_stop_signal()
     note("worker stopped")
     return 0

@@ -26,7 +26,9 @@ from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
-from runtime.sandbox.opensandbox import OpenSandboxSettings
+from runtime.sandbox.local import resolve_isolation
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
+from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import SQLiteSessionStore
@@ -74,6 +76,7 @@ class Runtime:
         *,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> None:
         self.home = home
         self.db = db
@@ -87,7 +90,9 @@ class Runtime:
             self.workflows.register(workflow)
         self.runs = RunService(self)
         self.providers = ProviderRegistry(home)
-        self.sandboxes = SandboxRegistry(home, default_backend=sandbox, opensandbox_settings=opensandbox)
+        self.sandboxes = SandboxRegistry(
+            home, default_backend=sandbox, opensandbox_settings=opensandbox, policy=sandbox_policy
+        )
 
     @classmethod
     @asynccontextmanager
@@ -103,6 +108,7 @@ class Runtime:
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
         create: bool = True,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -111,6 +117,7 @@ class Runtime:
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
+        ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
         """
         _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
         _check_scope("project", project)
@@ -122,12 +129,24 @@ class Runtime:
         root = resolve_home(home)
         if not create and not store_path(root).is_file():
             raise StoreError(f"there is no store at {store_path(root)}")
+        if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
+            sandbox_policy = load_policy(root)
+        resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         db = SQLiteDatabase(store_path(root), synchronous=synchronous)
         await db.open(ALL_MIGRATIONS)
         body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
-                rt = cls(root, db, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
+                rt = cls(
+                    root,
+                    db,
+                    tenant,
+                    project,
+                    tg,
+                    sandbox=sandbox,
+                    opensandbox=opensandbox,
+                    sandbox_policy=sandbox_policy,
+                )
                 rt.runs.lease_s = lease_s
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))

@@ -1,0 +1,324 @@
+"""The PostgreSQL database the PostgreSQL stores share: a pool, whole transactions, group commit.
+
+``write(fn)`` and ``read(fn)`` run a whole unit of work, ``await fn(conn)``, in one transaction on
+one pooled connection. Writes are *group committed*, as on SQLite: up to ``write_lanes`` write
+transactions run at once, each on its own connection; while every lane is busy, new writes queue,
+and the next lane to free takes all of them (up to ``max_batch``) into ONE transaction, each under
+its own SAVEPOINT (so one failing write rolls back alone), committed with one COMMIT. At low load a
+write is BEGIN, its statements, COMMIT; under load many writes share the BEGIN/COMMIT round trips
+and the WAL flush. ``max_batch`` stays below 64 because PostgreSQL caches 64 subtransaction ids
+per backend: past that, every other session's snapshots get slower ("suboverflow").
+
+Faults. A connection lost before COMMIT was sent means the server rolled the transaction back:
+the batch is re-run on a fresh connection (``fn`` must therefore touch nothing but ``conn``), and
+when the server stays unreachable the caller gets a ``StoreError`` saying so. A connection lost
+*during* COMMIT is ambiguous: before committing we read the transaction's id, and afterwards ask
+the server (``pg_xact_status``) what became of it: committed (the write succeeded), aborted
+(nothing was written: re-run), or, if the server cannot be asked within ``resolve_window``
+seconds, ``AmbiguousCommitError``; it is never retried blindly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import anyio
+import asyncpg
+
+from runtime.errors import StoreError
+from runtime.store.postgres.faults import AmbiguousCommitError, is_connection_lost, safe_location, unreachable
+
+T = TypeVar("T")
+Work = Callable[[asyncpg.Connection], Awaitable[T]]
+
+_ATTEMPTS = 3  # a batch lost before its commit is re-run at most this many times in all
+
+
+@dataclass
+class _Write(Generic[T]):
+    fn: Work[T]
+    result: Any = None
+    error: BaseException | None = None
+    taken: bool = False
+    settled: anyio.Event = field(default_factory=anyio.Event)
+
+
+class _Lost(Exception):
+    """The connection went away before COMMIT reached the server: nothing was committed."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _gone(conn: asyncpg.Connection, exc: BaseException) -> bool:
+    """True when ``exc`` (raised while using ``conn``) means the connection is lost. A pooled
+    connection lost under us is detached from its proxy, which then refuses every call."""
+    if is_connection_lost(exc):
+        return True
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:
+        return True
+
+
+class PostgresDatabase:
+    """A PostgreSQL database opened for the runtime: pooled connections, group-committed writes."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        write_lanes: int | None = None,
+        max_batch: int = 50,
+        connect_timeout: float = 5.0,
+        resolve_window: float = 10.0,
+    ) -> None:
+        if not 1 <= max_batch <= 60:
+            raise ValueError("max_batch must be from 1 to 60 (PostgreSQL caches 64 subtransactions)")
+        self.dsn = dsn
+        self.where = safe_location(dsn)
+        self.min_size = min_size
+        self.max_size = max_size
+        self.write_lanes = write_lanes or max(1, max_size // 2)
+        self.max_batch = max_batch
+        self.connect_timeout = connect_timeout
+        self.resolve_window = resolve_window
+        self._pool: asyncpg.Pool | None = None
+        self._closing = False  # no new work; batches already running finish (and resolve) on the pool
+        self._pending: list[_Write[Any]] = []
+        self._busy = 0
+        self._lane_free = anyio.Event()
+        self._idle = anyio.Event()
+        self._idle.set()
+        self.stats = {"batches": 0, "writes": 0, "reruns": 0, "resolved": 0}
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def open(self) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=self.min_size,
+                max_size=self.max_size,
+                timeout=self.connect_timeout,
+                server_settings={"application_name": "rath-mcp"},
+            )
+        except Exception as exc:
+            if is_connection_lost(exc):
+                raise unreachable(self.where, exc) from exc
+            raise StoreError(f"could not open the PostgreSQL store at {self.where}: {exc}") from exc
+
+    async def close(self) -> None:
+        """Refuse new work, let running batches finish (queued writes then fail), close every connection."""
+        with anyio.CancelScope(shield=True):
+            self._closing = True
+            await self._idle.wait()
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                with anyio.move_on_after(10) as scope:
+                    await pool.close()
+                if scope.cancelled_caught:
+                    pool.terminate()
+
+    async def __aenter__(self) -> PostgresDatabase:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _live_pool(self) -> asyncpg.Pool:
+        if self._pool is None or self._closing:
+            raise StoreError("the database is closed")
+        return self._pool
+
+    def _batch_pool(self) -> asyncpg.Pool:
+        """The pool for a batch already under way: it may finish (rerun, resolve) while closing."""
+        if self._pool is None:
+            raise StoreError("the database is closed")
+        return self._pool
+
+    # -- writes -----------------------------------------------------------------------------
+    async def write(self, fn: Work[T]) -> T:
+        """Run ``await fn(conn)`` inside a write transaction and return its result once committed.
+
+        If ``fn`` raises, its changes (and only its) are rolled back and its error is re-raised.
+        ``fn`` may be run more than once (when the connection is lost before the commit), so it
+        must not touch anything but ``conn``.
+        """
+        self._live_pool()
+        item: _Write[T] = _Write(fn)
+        self._pending.append(item)
+        try:
+            while not item.taken:
+                if self._closing:
+                    raise StoreError("the database is closed")
+                if self._busy < self.write_lanes:
+                    await self._lead()
+                else:
+                    await self._lane_free.wait()
+            await item.settled.wait()
+        except BaseException:
+            if not item.taken and item in self._pending:  # not taken yet: withdraw it, nothing was written
+                self._pending.remove(item)
+            raise
+        if item.error is not None:
+            raise item.error
+        return item.result  # type: ignore[no-any-return]
+
+    async def _lead(self) -> None:
+        items, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+        for item in items:
+            item.taken = True
+        if self._busy == 0:
+            self._idle = anyio.Event()
+        self._busy += 1
+        try:
+            with anyio.CancelScope(shield=True):  # its writers must learn how the batch ended
+                await self._run_batch(items)
+        finally:
+            for item in items:
+                item.settled.set()
+            self._busy -= 1
+            lane_free, self._lane_free = self._lane_free, anyio.Event()
+            lane_free.set()
+            if self._busy == 0:
+                self._idle.set()
+
+    async def _run_batch(self, items: list[_Write[Any]]) -> None:
+        self.stats["batches"] += 1
+        self.stats["writes"] += len(items)
+        for attempt in range(_ATTEMPTS):
+            for item in items:
+                item.result, item.error = None, None
+            try:
+                async with self._batch_pool().acquire() as conn:
+                    await self._commit_batch(conn, items)
+                return
+            except _Lost as lost:
+                if attempt == _ATTEMPTS - 1:
+                    error: BaseException = unreachable(self.where, lost.cause)
+                    break
+                self.stats["reruns"] += 1
+            except StoreError as exc:
+                error = exc
+                break
+            except Exception as exc:
+                gone = is_connection_lost(exc)
+                error = unreachable(self.where, exc) if gone else StoreError(f"the write transaction failed: {exc}")
+                break
+            except BaseException:
+                for item in items:
+                    item.result, item.error = None, StoreError("the write transaction was interrupted")
+                raise
+        for item in items:
+            item.result, item.error = None, error
+
+    async def _commit_batch(self, conn: asyncpg.Connection, items: list[_Write[Any]]) -> None:
+        single = len(items) == 1
+        try:
+            await conn.execute("BEGIN" if single else "BEGIN; SAVEPOINT w")
+            for i, item in enumerate(items):
+                if i:
+                    await conn.execute("RELEASE SAVEPOINT w; SAVEPOINT w")
+                try:
+                    item.result = await item.fn(conn)
+                except Exception as exc:
+                    if _gone(conn, exc):
+                        raise
+                    item.error = exc
+                    await conn.execute("ROLLBACK" if single else "ROLLBACK TO SAVEPOINT w")
+                    if single:
+                        return
+            xid = await conn.fetchval("SELECT pg_current_xact_id_if_assigned()::text")
+        except Exception as exc:
+            if _gone(conn, exc):
+                raise _Lost(exc) from exc
+            raise
+        try:
+            await conn.execute("COMMIT")
+        except Exception as exc:
+            if not _gone(conn, exc):
+                # Refused at commit (a deferred constraint, a serialization failure): nothing was written.
+                for item in items:
+                    if item.error is None:
+                        item.result, item.error = None, StoreError(f"the write transaction was refused: {exc}")
+                return
+            if xid is None:
+                return  # it had written nothing, so there is nothing it could have lost
+            await self._resolve(xid, exc)
+
+    async def _resolve(self, xid: str, cause: BaseException) -> None:
+        """Learn from the server whether transaction ``xid`` committed; raise ``_Lost`` if it did not."""
+        self.stats["resolved"] += 1
+        deadline = anyio.current_time() + self.resolve_window
+        last: BaseException = cause
+        delay = 0.02
+        while True:
+            try:
+                async with self._batch_pool().acquire() as conn:
+                    status = await conn.fetchval("SELECT pg_xact_status($1::text::xid8)", xid)
+                if status == "committed":
+                    return
+                if status == "aborted":
+                    raise _Lost(cause)
+            except (_Lost, StoreError):
+                raise
+            except Exception as exc:
+                if not is_connection_lost(exc):
+                    raise
+                last = exc
+            # "in progress" (its backend still running) or the server not answering yet: ask again.
+            if anyio.current_time() + delay > deadline:
+                raise AmbiguousCommitError(self.where, xid, last)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    # -- reads ------------------------------------------------------------------------------
+    async def read(self, fn: Work[T]) -> T:
+        """Run ``await fn(conn)`` in one read-only REPEATABLE READ transaction (one consistent snapshot).
+
+        A read whose connection is lost is simply run again (up to a few times) on a fresh one.
+        """
+        last: BaseException | None = None
+        for _ in range(_ATTEMPTS):
+            try:
+                async with (
+                    self._live_pool().acquire() as conn,
+                    conn.transaction(isolation="repeatable_read", readonly=True),
+                ):
+                    return await fn(conn)
+            except StoreError:
+                raise
+            except Exception as exc:
+                if not is_connection_lost(exc):
+                    raise
+                last = exc
+        assert last is not None
+        raise unreachable(self.where, last) from last
+
+
+def prefix_bounds(prefix: str) -> tuple[str, str]:
+    """``lo, hi`` such that ``lo <= x < hi`` holds exactly for the strings ``x`` starting with ``prefix``,
+    under byte order: the id and URI columns are ``COLLATE "C"`` for this (see ``schema``)."""
+    return prefix, prefix + "\U0010ffff"
+
+
+async def search_ids(
+    db: PostgresDatabase, table: str, tenant: str, project: str, prefix: str, limit: int, *, also: str = ""
+) -> list[str]:
+    """The ids in ``table`` starting with ``prefix``, newest first, within one tenant/project (``also``: a
+    further condition, without placeholders): a range scan on the index of (tenant, project, id)."""
+    sql = (
+        f"SELECT id FROM {table} WHERE tenant = $1 AND project = $2{also} AND id >= $3 AND id < $4"
+        " ORDER BY id DESC LIMIT $5"
+    )
+
+    async def fn(conn: asyncpg.Connection) -> list[str]:
+        return [r[0] for r in await conn.fetch(sql, tenant, project, *prefix_bounds(prefix), limit)]
+
+    return await db.read(fn)

@@ -1,0 +1,212 @@
+"""Wake-ups across processes through PostgreSQL's LISTEN/NOTIFY, with polling as the fallback.
+
+A writer calls ``notify(conn, channel, payload)`` inside its write transaction: PostgreSQL sends
+the notification when (and only if) that transaction commits, to every connection listening on the
+channel, in commit order, within a millisecond or so. A write rolled back (or its savepoint, in a
+group-committed batch) sends nothing.
+
+``Notifier`` holds one dedicated listening connection per process and hands what arrives to the
+in-process subscribers of each channel. Notifications sent while it is not connected are lost
+(PostgreSQL queues them only for connections already listening), so when it connects again it
+tells every subscriber so with a ``Notification`` whose ``payload`` is None: something may have
+been missed, look at the state again. Subscribers wait with a timeout (``Subscription.wait``), and
+re-checking on timeout is the polling fallback for everything the notifier cannot see: a server
+down, a network that drops silently between two heartbeats.
+
+The usual shape of a waiter: subscribe first, then check the state, then wait, then check again.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import asyncpg
+
+from runtime.errors import StoreError
+from runtime.store.postgres.faults import is_connection_lost, safe_location
+
+MAX_PAYLOAD = 7999  # PostgreSQL refuses a payload of 8000 bytes or more
+_BACKLOG = 1000  # notifications a slow subscriber may have unread before they collapse into one resync
+
+
+@dataclass(frozen=True)
+class Notification:
+    channel: str
+    payload: str | None  # None: the listener (re)connected, notifications may have been missed
+
+
+async def notify(conn: asyncpg.Connection, channel: str, payload: str = "") -> None:
+    """Send ``payload`` on ``channel`` when the transaction ``conn`` is in commits."""
+    if len(payload.encode()) > MAX_PAYLOAD:
+        raise StoreError(f"a notification payload is at most {MAX_PAYLOAD} bytes; send an id and read the rest")
+    await conn.execute("SELECT pg_notify($1, $2)", channel, payload)
+
+
+class Subscription:
+    """Notifications of one channel, for one waiter. Use as an async iterator or with ``wait``."""
+
+    def __init__(self, notifier: Notifier, channel: str) -> None:
+        self.channel = channel
+        self._notifier = notifier
+        self._queue: collections.deque[Notification] = collections.deque()
+        self._arrived = anyio.Event()
+
+    def _push(self, note: Notification) -> None:
+        if len(self._queue) >= _BACKLOG:
+            self._queue.clear()
+            note = Notification(self.channel, None)
+        self._queue.append(note)
+        self._arrived.set()
+
+    async def wait(self, timeout: float | None = None) -> list[Notification]:
+        """Everything that arrived since the last call, waiting up to ``timeout`` seconds for the first;
+        ``[]`` when the time ran out (check the state anyway: that is the polling fallback)."""
+        if not self._queue:
+            with anyio.move_on_after(timeout):
+                await self._arrived.wait()
+        out = list(self._queue)
+        self._queue.clear()
+        self._arrived = anyio.Event()
+        return out
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Notification:
+        while not self._queue:
+            await self._arrived.wait()
+            if not self._queue:
+                self._arrived = anyio.Event()
+        note = self._queue.popleft()
+        if not self._queue:
+            self._arrived = anyio.Event()
+        return note
+
+
+class Notifier:
+    """One listening connection per process, reconnecting, fanning notifications out to subscribers.
+
+    Run it in the owner's task group (``await tg.start(notifier.run)``); ``close()`` ends it.
+    """
+
+    def __init__(self, dsn: str, *, heartbeat: float = 5.0, connect_timeout: float = 5.0) -> None:
+        self.dsn = dsn
+        self.where = safe_location(dsn)
+        self.heartbeat = heartbeat
+        self.connect_timeout = connect_timeout
+        self.connections = 0  # how many times it has connected (a test's and a metric's view)
+        self._subs: dict[str, set[Subscription]] = collections.defaultdict(set)
+        self._conn: asyncpg.Connection | None = None
+        self._lock = anyio.Lock()  # one operation at a time on the listening connection
+        self._lost = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    @property
+    def server_pid(self) -> int | None:
+        return None if self._conn is None else int(self._conn.get_server_pid())
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, channel: str) -> AsyncIterator[Subscription]:
+        """Notifications on ``channel`` from now on (LISTEN is in place when this returns, if connected)."""
+        sub = Subscription(self, channel)
+        first = not self._subs[channel]
+        self._subs[channel].add(sub)
+        try:
+            if first:
+                await self._listen(channel)
+            yield sub
+        finally:
+            self._subs[channel].discard(sub)
+            if not self._subs[channel]:
+                del self._subs[channel]
+                with anyio.CancelScope(shield=True):
+                    await self._unlisten(channel)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Stay connected (reconnecting with backoff) until ``close``; started after the first attempt."""
+        delay = 0.05
+        with anyio.CancelScope() as self._scope:
+            started = False
+            while True:
+                try:
+                    await self._connect()
+                    delay = 0.05
+                except Exception as exc:
+                    if not is_connection_lost(exc):
+                        raise StoreError(f"could not listen for notifications on {self.where}: {exc}") from exc
+                if not started:
+                    task_status.started()
+                    started = True
+                if self._conn is None:
+                    await anyio.sleep(delay)  # the server is not there: try again, less and less often
+                    delay = min(delay * 2, 2.0)
+                    continue
+                await self._stay_connected()
+
+    def close(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _connect(self) -> None:
+        conn = await asyncpg.connect(
+            self.dsn, timeout=self.connect_timeout, server_settings={"application_name": "rath-mcp-listener"}
+        )
+        self._lost = anyio.Event()
+        conn.add_termination_listener(lambda _c: self._lost.set())
+        try:
+            async with self._lock:  # a subscriber arriving meanwhile LISTENs once this is set
+                for channel in list(self._subs):
+                    await conn.add_listener(channel, self._deliver)
+                self._conn = conn
+        except BaseException:
+            conn.terminate()
+            raise
+        self.connections += 1
+        for channel, subs in list(self._subs.items()):  # anything sent while we were away is lost: say so
+            for sub in list(subs):
+                sub._push(Notification(channel, None))
+
+    async def _stay_connected(self) -> None:
+        conn = self._conn
+        assert conn is not None
+        try:
+            while not self._lost.is_set():
+                with anyio.move_on_after(self.heartbeat):
+                    await self._lost.wait()
+                if self._lost.is_set():
+                    break
+                async with self._lock:  # a heartbeat: a connection dropped silently shows up here
+                    with anyio.fail_after(self.heartbeat):
+                        await conn.execute("SELECT 1")
+        except Exception as exc:
+            if not (is_connection_lost(exc) or isinstance(exc, TimeoutError)):
+                raise
+        finally:
+            self._conn = None
+            conn.terminate()
+
+    def _deliver(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        for sub in list(self._subs.get(channel, ())):
+            sub._push(Notification(channel, payload))
+
+    async def _listen(self, channel: str) -> None:
+        async with self._lock:
+            if (conn := self._conn) is not None:
+                with contextlib.suppress(Exception):  # lost meanwhile: the reconnect LISTENs again
+                    await conn.add_listener(channel, self._deliver)
+
+    async def _unlisten(self, channel: str) -> None:
+        async with self._lock:
+            if (conn := self._conn) is not None and not conn.is_closed():
+                with contextlib.suppress(Exception):
+                    await conn.remove_listener(channel, self._deliver)

@@ -1,0 +1,205 @@
+"""The PostgreSQL tables of sessions, durable runs and memory: today's SQLite tables, in PG's DDL.
+
+A draft the per-layer PostgreSQL stores build on. The tables mirror the SQLite schemas of
+``runtime/sessions/schema.py``, ``runtime/durable/schema.py`` and ``runtime/memory/schema.py``
+column for column, so queries port over unchanged but for placeholders (``$1`` for ``?``): TEXT
+for the JSON columns (the code writes and reads JSON strings; jsonb would reorder their keys),
+DOUBLE PRECISION for the float-seconds timestamps, INTEGER 0/1 where SQLite has flags. Since a
+PostgreSQL store has no history yet, each layer's migrations so far fold into one. Differences:
+
+- identifiers and URIs are ``COLLATE "C"``: prefix searches are ranges (``id >= lo AND id < hi``)
+  that are only right, and only use the index, under byte order; a database created with a
+  linguistic collation (en_US.UTF-8) would otherwise sort them differently;
+- memory has no FTS5: its search index is ``memory_postings`` (term, item, tf, the item's length)
+  plus sharded corpus statistics ``memory_stats``, and BM25 is computed in SQL
+  (``runtime.store.postgres.bm25``), whose tables ``memory_postings``, ``memory_docs`` and
+  ``memory_stats`` come with the memory migration.
+"""
+
+from __future__ import annotations
+
+from runtime.store.postgres.bm25 import INDEX_DDL
+from runtime.store.postgres.migrations import Migration
+
+SESSIONS = [
+    Migration(
+        "0001_sessions",
+        """
+        CREATE TABLE segments (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            parent_id TEXT COLLATE "C" REFERENCES segments(id),
+            parent_length INTEGER NOT NULL DEFAULT 0,
+            tip INTEGER NOT NULL
+        );
+        CREATE TABLE chunks (
+            segment_id TEXT COLLATE "C" NOT NULL REFERENCES segments(id),
+            idx INTEGER NOT NULL,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            PRIMARY KEY (segment_id, idx)
+        );
+        CREATE TABLE sessions (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            op TEXT NOT NULL,
+            segment_id TEXT COLLATE "C" REFERENCES segments(id),
+            length INTEGER NOT NULL,
+            placement TEXT NOT NULL,
+            usage TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            stub INTEGER NOT NULL DEFAULT 0,
+            own_usage TEXT,
+            chars INTEGER
+        );
+        CREATE INDEX sessions_scope ON sessions (tenant, project, stub, id);
+        CREATE TABLE session_parents (
+            child_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+            ord INTEGER NOT NULL,
+            parent_id TEXT COLLATE "C" NOT NULL,
+            PRIMARY KEY (child_id, ord)
+        );
+        CREATE INDEX session_parents_parent ON session_parents (parent_id);
+        """,
+    ),
+]
+
+DURABLE = [
+    Migration(
+        "0100_durable",
+        """
+        CREATE TABLE runs (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            workflow TEXT NOT NULL,
+            plan_hash TEXT NOT NULL,
+            session_id TEXT COLLATE "C",
+            output_session_id TEXT COLLATE "C",
+            input TEXT NOT NULL,
+            status TEXT NOT NULL,
+            state TEXT NOT NULL,
+            step TEXT,
+            visit INTEGER NOT NULL DEFAULT 1,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            error TEXT,
+            idempotency_key TEXT,
+            request_hash TEXT NOT NULL,
+            deadline DOUBLE PRECISION,
+            next_at DOUBLE PRECISION NOT NULL,
+            lease_owner TEXT,
+            lease_token BIGINT NOT NULL DEFAULT 0,
+            lease_expires DOUBLE PRECISION,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            cancel_reason TEXT,
+            last_seq INTEGER NOT NULL DEFAULT 0,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            lost_leases INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE UNIQUE INDEX runs_idempotency ON runs (tenant, project, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        CREATE INDEX runs_ready ON runs (status, next_at);
+        CREATE INDEX runs_scope ON runs (tenant, project, id);
+        CREATE TABLE run_events (
+            run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            data TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        CREATE TABLE run_checkpoints (
+            run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            next_step TEXT,
+            pending TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        CREATE TABLE run_interrupts (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            step TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            schema TEXT,
+            status TEXT NOT NULL,
+            decision TEXT,
+            expires_at DOUBLE PRECISION,
+            created_at DOUBLE PRECISION NOT NULL,
+            decided_at DOUBLE PRECISION,
+            UNIQUE (run_id, visit, ordinal)
+        );
+        CREATE INDEX run_interrupts_pending ON run_interrupts (status, expires_at);
+        CREATE TABLE run_effects (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            step TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            effect_class TEXT NOT NULL,
+            status TEXT NOT NULL,
+            result TEXT,
+            error TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            UNIQUE (run_id, visit, key)
+        );
+        CREATE INDEX run_effects_status ON run_effects (tenant, project, status);
+        """,
+    ),
+]
+
+MEMORY = [
+    Migration(
+        "0200_memory",
+        """
+        CREATE TABLE memory_spaces (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            UNIQUE (tenant, project)
+        );
+        CREATE TABLE memory_items (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT COLLATE "C" NOT NULL UNIQUE,
+            space_id BIGINT NOT NULL REFERENCES memory_spaces(id),
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            uri TEXT COLLATE "C" NOT NULL,
+            content TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            source TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            digest TEXT,
+            UNIQUE (tenant, project, uri)
+        );
+        CREATE INDEX memory_items_source ON memory_items (tenant, project, source);
+        CREATE INDEX memory_items_digest ON memory_items (tenant, project, scope, digest);
+        CREATE INDEX memory_items_scope_id ON memory_items (tenant, project, id);
+        """
+        + INDEX_DDL,
+    ),
+]
+
+ALL = [*SESSIONS, *DURABLE, *MEMORY]
+"""Every PostgreSQL migration, in the order they apply (names are never reused or reordered)."""

@@ -1,0 +1,38 @@
+"""Fixtures of the PostgreSQL tests: a database per test session, a schema per test (see tests/pg.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from runtime.store.postgres import PostgresDatabase
+from tests import pg
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """The name of this test session's own database, dropped at the end."""
+    pg.require_postgres()
+    name = pg.create_database()
+    try:
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+@pytest.fixture
+async def pg_url(pg_database: str) -> str:
+    """A URL whose connections see only a fresh schema of their own (``search_path``)."""
+    schema = await pg.create_schema(pg_database)
+    return pg.url(pg_database, search_path=schema)
+
+
+@pytest.fixture
+async def db(pg_url: str) -> AsyncIterator[PostgresDatabase]:
+    database = PostgresDatabase(pg_url, max_size=4)
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()
