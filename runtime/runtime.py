@@ -3,7 +3,7 @@
 An async context manager that owns the store, the background task group (workers) and the
 registries of the layers. No module-level state: open as many runtimes side by side as you like.
 
-    async with Runtime.open("./.rath") as rt:
+    async with Runtime.open("~/.rath") as rt:
         s = await rt.sessions.create([{"kind": "user", "content": "hi"}])
 """
 
@@ -22,7 +22,7 @@ from anyio.abc import TaskGroup
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.service import RunService
 from runtime.durable.worker import run_worker
-from runtime.errors import InvalidInputError
+from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
 from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
@@ -39,10 +39,22 @@ from runtime.workflows import builtin_workflows
 DB_FILE = "rath.db"
 
 
+DEFAULT_HOME = "~/.rath"
+
+
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
-    """``home`` if given, else ``$RATH_HOME``, else ``./.rath``."""
-    chosen = home if home is not None else os.environ.get("RATH_HOME") or ".rath"
+    """``home`` if given, else ``$RATH_HOME``, else ``~/.rath``.
+
+    Not the working directory: desktop hosts start servers in a directory of their own choosing, and
+    a server must find the same state wherever it was started.
+    """
+    chosen = home if home is not None else os.environ.get("RATH_HOME") or DEFAULT_HOME
     return Path(chosen).expanduser().resolve()
+
+
+def store_path(home: Path) -> Path:
+    """The SQLite file of the store under ``home``."""
+    return home / DB_FILE
 
 
 def _check_scope(name: str, value: str) -> str:
@@ -95,10 +107,12 @@ class Runtime:
         lease_s: float = 30.0,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+        create: bool = True,
         sandbox_policy: SandboxPolicy | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
+        ``create=False``: the store must exist already (inspecting never leaves an empty one behind).
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
@@ -108,11 +122,17 @@ class Runtime:
         _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
         _check_scope("project", project)
         check_backend_name(sandbox)
+        if not isinstance(workers, int) or workers < 0:
+            raise InvalidInputError(f"workers must be a whole number of runs, 0 or more (got {workers!r})")
+        if not lease_s > 0 or lease_s == float("inf"):
+            raise InvalidInputError(f"lease_s must be a positive number of seconds (got {lease_s!r})")
         root = resolve_home(home)
+        if not create and not store_path(root).is_file():
+            raise StoreError(f"there is no store at {store_path(root)}")
         if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
             sandbox_policy = load_policy(root)
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
-        db = SQLiteDatabase(root / DB_FILE, synchronous=synchronous)
+        db = SQLiteDatabase(store_path(root), synchronous=synchronous)
         await db.open(ALL_MIGRATIONS)
         body_error: BaseException | None = None
         try:

@@ -96,15 +96,23 @@ class Runner:
         settle: bool = False,
         tail: Sequence[EventSpec] = (),
         checkpoint: tuple[str, str | None, list[str]] | None = None,
+        retry_in_s: float | None = None,
     ) -> None:
-        """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``."""
+        """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``.
+
+        ``retry_in_s``: the run may be claimed again that long after this commit. It is counted from
+        the commit's own timestamp (the one its events carry), not from a clock read before the write
+        queued, so "a retry starts at least ``retry_in_s`` after its ``step.failed``" holds exactly.
+        """
 
         def write(conn: sqlite3.Connection) -> None:
             todo = list(events)
             if settle:
                 settle_in_flight(conn, self.run_id, todo)
             todo += tail
-            guarded_update(conn, self.run_id, self.lease.token, sets, todo, checkpoint=checkpoint)
+            at = now()
+            row = sets if retry_in_s is None else {**sets, "next_at": at + retry_in_s}
+            guarded_update(conn, self.run_id, self.lease.token, row, todo, checkpoint=checkpoint, at=at)
 
         with anyio.CancelScope(shield=True):
             await self.rt.db.write(write)
@@ -278,10 +286,9 @@ class Runner:
                 **RELEASE,
                 "status": "queued",
                 "attempt": self.attempt + 1,
-                "next_at": now() + delay,
                 "error": error,
             }
-            return await self._commit(sets, events, settle=True)
+            return await self._commit(sets, events, settle=True, retry_in_s=delay)
         events = [("step.failed", failed), ("run.state.changed", {"status": "failed"})]
         message = f"step {spec.name!r} failed after {self.attempt} attempt(s): {error}"
         await self._commit({**RELEASE, "status": "failed", "error": message}, events, settle=True)

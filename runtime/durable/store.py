@@ -47,9 +47,12 @@ def guarded_update(
     events: Sequence[EventSpec] = (),
     *,
     checkpoint: tuple[Any, str | None, list[str]] | None = None,
+    at: float | None = None,
 ) -> int:
-    """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq."""
-    at = now()
+    """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
+
+    ``at``: the commit's timestamp, when the caller derived other values from it (default: now)."""
+    at = now() if at is None else at
     n = len(events)
     cols = "".join(f", {col} = ?" for col in sets)
     row = conn.execute(
