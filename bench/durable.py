@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._peer import PEERS, run_peer
 from runtime import EffectClass, Runtime, StepContext, Workflow, step
+from runtime.store.sqlite.backend import sqlite_database
 
 STEPS = 10
 
@@ -60,7 +61,7 @@ async def ours(runs: int, workers: int) -> float:
             rt.workflows.register(TenSteps)
             start = time.perf_counter()
             while True:
-                done = await rt.db.read(_count_succeeded)
+                done = await sqlite_database(rt.store).read(_count_succeeded)
                 if done == runs:
                     break
                 await anyio.sleep(0.01)

@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
 
 from bench._peer import run_peer  # noqa: E402
 from runtime import Runtime  # noqa: E402
+from runtime.store.sqlite.backend import sqlite_database  # noqa: E402
 
 FILL = "x" * 96
 OPS = ("append", "fork", "merge", "read")
@@ -141,7 +142,7 @@ async def _db_bytes(rt: Runtime) -> int:
             conn.execute("PRAGMA page_size").fetchone()[0]
         )
 
-    return await rt.db.read(read)
+    return await sqlite_database(rt.store).read(read)
 
 
 Op = Callable[[], Awaitable[object]]

@@ -23,13 +23,12 @@ import anyio.to_thread
 
 from rath_mcp import shell
 from rath_mcp.shell import existing_store, note, whole
-from runtime import RathError, Runtime, resolve_home
+from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.providers import configuration_problem
-from runtime.runtime import store_path
 from runtime.sandbox.policy import SandboxPolicy, load_policy
-from runtime.store import health
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import SQLiteDatabase, pending_migrations
+from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
+from runtime.store.sqlite import health
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 EXIT_DOMAIN_ERROR = 1
 EXIT_USAGE = 2
@@ -58,6 +57,13 @@ class _Parser(argparse.ArgumentParser):
 
 def _home_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", help="state directory (default: $RATH_HOME, else ~/.rath)")
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("RATH_STORE") or None,
+        metavar="URL",
+        help="sqlite:///ABSOLUTE/PATH.db or postgresql://user@host:port/dbname "
+        "(default: $RATH_STORE, else rath.db under the home)",
+    )
 
 
 def _port(text: str) -> int:
@@ -208,7 +214,9 @@ async def _serve(args: argparse.Namespace) -> int:
     if (problem := configuration_problem(home)) is not None:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
-    async with Runtime.open(home, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy) as rt:
+    async with Runtime.open(
+        home, store=args.store, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy
+    ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
@@ -233,21 +241,18 @@ def _check_listen(host: str, port: int) -> None:
 
 async def _migrate(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
-    path = store_path(home)
     if args.check:
-        existing_store(home)
-        with health.translated(path):
-            pending = pending_migrations(path, ALL_MIGRATIONS)
+        url = existing_store(home, args.store)
+        path = url.path or url
+        pending = await pending_migrations(url)
         for name in pending:
             print(f"pending: {name}")
         print(f"{len(pending)} migration(s) pending in {path}" if pending else f"{path} is up to date")
         return 1 if pending else 0
-    created = not path.exists()
-    with health.translated(path):
-        pending = pending_migrations(path, ALL_MIGRATIONS)
-    db = SQLiteDatabase(path)
-    await db.open(ALL_MIGRATIONS)
-    await db.close()
+    url = resolve_store(args.store, home)
+    path = url.path or url
+    created = url.path is not None and not url.path.exists()
+    pending = await apply_migrations(url)
     for name in pending:
         print(f"applied: {name}")
     if created:
@@ -257,8 +262,17 @@ async def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sqlite_file(url: StoreURL, command: str) -> Path:
+    """The database file of a SQLite store (``check`` and ``backup`` read the file itself)."""
+    if url.path is None:
+        raise InvalidInputError(
+            f"rath-mcp {command} works on a SQLite store (sqlite:///ABSOLUTE/PATH.db); {url} is a {url.scheme} one"
+        )
+    return url.path
+
+
 async def _check(args: argparse.Namespace) -> int:
-    path = existing_store(resolve_home(args.home))
+    path = _sqlite_file(existing_store(resolve_home(args.home), args.store), "check")
     report = await anyio.to_thread.run_sync(health.check, path, ALL_MIGRATIONS)
     print("integrity: ok" if not report.problems else "integrity: DAMAGED")
     for problem in report.problems:
@@ -282,7 +296,7 @@ async def _check(args: argparse.Namespace) -> int:
 
 
 async def _backup(args: argparse.Namespace) -> int:
-    path = existing_store(resolve_home(args.home))
+    path = _sqlite_file(existing_store(resolve_home(args.home), args.store), "backup")
     print(await anyio.to_thread.run_sync(_backup_to, path, args.dest))
     return 0
 
@@ -295,7 +309,9 @@ def _backup_to(path: Path, dest: str) -> str:
 async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     policy = _sandbox_policy(args, home)
-    async with Runtime.open(home, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy) as rt:
+    async with Runtime.open(
+        home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy
+    ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")

@@ -21,7 +21,7 @@ import anyio
 
 from runtime import NotFoundError, Runtime, resolve_home
 from runtime.errors import StoreError
-from runtime.runtime import store_path
+from runtime.store import StoreURL, backend_module, resolve_store
 
 HomeArg = Callable[[argparse.ArgumentParser], None]
 
@@ -71,25 +71,30 @@ def whole(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def existing_store(home: Path) -> Path:
-    """The store file under ``home``, said on stderr; a one-line error when there is none (never created here)."""
-    path = store_path(home)
-    if not path.is_file():
+def existing_store(home: Path, store: str | None = None) -> StoreURL:
+    """The store ``--store`` names (default: the one under ``home``), said on stderr; a one-line error
+    when a SQLite store's file is not there (it is never created here)."""
+    url = resolve_store(store, home)
+    backend_module(url)  # a backend not in this build: that one line, before anything is said
+    path = url.path
+    if path is not None and not path.is_file():
+        where = "--store" if store is not None else "--home (or $RATH_HOME)"
+        again = f" --store {url}" if store is not None else ""
         raise StoreError(
-            f"there is no store at {path} (home {home}): nothing was stored there yet. Give the --home (or "
-            "$RATH_HOME) that holds your data, or create this one with `rath-mcp migrate --home "
-            f"{home}` (a server creates it too)"
+            f"there is no store at {path} (home {home}): nothing was stored there yet. Give the {where} "
+            f"that holds your data, or create this one with `rath-mcp migrate --home {home}{again}` "
+            "(a server creates it too)"
         )
-    note(f"reading the store {path} (home {home})")
-    return path
+    note(f"reading the store {path or url} (home {home})")
+    return url
 
 
 async def run(args: argparse.Namespace) -> int:
     """Run one inspection command against the store under ``--home``."""
     home = resolve_home(args.home)
-    existing_store(home)
+    url = existing_store(home, args.store)
     # Inspecting must not run work (workers=0), nor create a store.
-    async with Runtime.open(home, workers=0, create=False) as rt:
+    async with Runtime.open(home, store=url, workers=0, create=False) as rt:
         try:
             if args.command == "sessions":
                 return await _sessions(rt, args)

@@ -19,25 +19,20 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.backend import StoreBackend
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.service import RunService
 from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
-from runtime.memory.store import SQLiteMemoryStore
 from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.local import resolve_isolation
 from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
-from runtime.sessions.store import SQLiteSessionStore
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import SQLiteDatabase
+from runtime.store import DB_FILE, StoreURL, open_backend, resolve_store
 from runtime.workflows import builtin_workflows
-
-DB_FILE = "rath.db"
-
 
 DEFAULT_HOME = "~/.rath"
 
@@ -53,7 +48,7 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 
 
 def store_path(home: Path) -> Path:
-    """The SQLite file of the store under ``home``."""
+    """The SQLite file of the default store under ``home`` (``--store`` may name another)."""
     return home / DB_FILE
 
 
@@ -69,7 +64,7 @@ class Runtime:
     def __init__(
         self,
         home: Path,
-        db: SQLiteDatabase,
+        store: StoreBackend,
         tenant: str,
         project: str,
         task_group: TaskGroup,
@@ -79,16 +74,16 @@ class Runtime:
         sandbox_policy: SandboxPolicy | None = None,
     ) -> None:
         self.home = home
-        self.db = db
+        self.store = store
         self.tenant = tenant
         self.project = project
         self.task_group = task_group
-        self.sessions = SessionService(SQLiteSessionStore(db, tenant, project))
-        self.memory = MemoryService(SQLiteMemoryStore(db, tenant, project), self.sessions)
+        self.sessions = SessionService(store.sessions(tenant, project))
+        self.memory = MemoryService(store.memory(tenant, project), self.sessions)
         self.workflows = WorkflowRegistry()
         for workflow in builtin_workflows():
             self.workflows.register(workflow)
-        self.runs = RunService(self)
+        self.runs = RunService(self, store.runs(tenant, project))
         self.providers = ProviderRegistry(home)
         self.sandboxes = SandboxRegistry(
             home, default_backend=sandbox, opensandbox_settings=opensandbox, policy=sandbox_policy
@@ -100,6 +95,7 @@ class Runtime:
         cls,
         home: str | os.PathLike[str] | None = None,
         *,
+        store: str | StoreURL | None = None,
         tenant: str = "local",
         project: str = "default",
         synchronous: str = "FULL",
@@ -112,6 +108,8 @@ class Runtime:
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
+        ``store``: a store URL (``sqlite:///ABSOLUTE/PATH.db``, ``postgresql://…``); default ``rath.db``
+        under the home (which holds sandbox workspaces and config either way).
         ``create=False``: the store must exist already (inspecting never leaves an empty one behind).
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
@@ -127,19 +125,19 @@ class Runtime:
         if not lease_s > 0 or lease_s == float("inf"):
             raise InvalidInputError(f"lease_s must be a positive number of seconds (got {lease_s!r})")
         root = resolve_home(home)
-        if not create and not store_path(root).is_file():
-            raise StoreError(f"there is no store at {store_path(root)}")
+        url = resolve_store(store, root)  # checked before anything is opened: a plain error
+        if not create and url.path is not None and not url.path.is_file():
+            raise StoreError(f"there is no store at {url.path}")
         if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
             sandbox_policy = load_policy(root)
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
-        db = SQLiteDatabase(store_path(root), synchronous=synchronous)
-        await db.open(ALL_MIGRATIONS)
+        backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
                 rt = cls(
                     root,
-                    db,
+                    backend,
                     tenant,
                     project,
                     tg,
@@ -148,6 +146,7 @@ class Runtime:
                     sandbox_policy=sandbox_policy,
                 )
                 rt.runs.lease_s = lease_s
+                tg.start_soon(rt.runs.follow_others)
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
                 try:
@@ -161,6 +160,6 @@ class Runtime:
                     with anyio.CancelScope(shield=True):
                         await rt.sandboxes.aclose()
         finally:
-            await db.close()
+            await backend.close()
         if body_error is not None:
             raise body_error

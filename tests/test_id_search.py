@@ -10,7 +10,8 @@ import pytest
 from runtime import InvalidInputError, Runtime
 from runtime.sessions import SessionService
 from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
-from runtime.store.sqlite import id_search_sql, prefix_bounds
+from runtime.store.sqlite.backend import sqlite_database
+from runtime.store.sqlite.database import id_search_sql, prefix_bounds
 
 pytestmark = pytest.mark.anyio
 
@@ -57,5 +58,7 @@ async def test_each_id_search_is_a_range_scan_on_an_index_not_a_sort(rt: Runtime
     args = ("t", "p", *prefix_bounds("x_"), 101)
     for table, also in {"sessions": " AND stub = 0", "runs": "", "memory_items": ""}.items():
         sql = "EXPLAIN QUERY PLAN " + id_search_sql(table, also)  # the query the stores run
-        plan = " | ".join(r[3] for r in await rt.db.read(lambda c, q=sql: c.execute(q, args).fetchall()))
+        plan = " | ".join(
+            r[3] for r in await sqlite_database(rt.store).read(lambda c, q=sql: c.execute(q, args).fetchall())
+        )
         assert "USING" in plan and "INDEX" in plan and "TEMP B-TREE" not in plan, (table, plan)

@@ -85,3 +85,82 @@ def test_the_checker_sees_each_way_of_importing(source: str) -> None:
 )
 def test_the_checker_allows_lookalikes(source: str) -> None:
     assert violations(source) == []
+
+
+# -- the storage seam: drivers live in their backend, layers know no backend, the store knows no layer --
+
+DRIVERS = {
+    "sqlite3": "runtime/store/sqlite/",
+    "asyncpg": "runtime/store/postgres/",
+    "psycopg": "runtime/store/postgres/",
+}
+DRIVERS |= {"psycopg2": "runtime/store/postgres/", "psycopg_pool": "runtime/store/postgres/"}
+LAYERS = ("sessions", "durable", "memory", "flow", "agents", "workflows", "sandbox", "providers")
+ABOVE_THE_LAYERS = {"runtime/__init__.py", "runtime/runtime.py", "runtime/backend.py"}
+
+
+def _runtime_files() -> list[tuple[str, str]]:
+    return [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in sorted(RUNTIME.rglob("*.py"))]
+
+
+def driver_violations(filename: str, source: str) -> list[str]:
+    """Imports of a database driver outside the backend that owns it."""
+    found = []
+    for line, name in imported_modules(source, filename):
+        home = DRIVERS.get(name.split(".")[0])
+        if home is not None and not filename.startswith(home):
+            found.append(f"{filename}:{line} imports {name} (only {home} may)")
+    return found
+
+
+def test_no_driver_is_imported_outside_its_backend() -> None:
+    found = [v for name, source in _runtime_files() for v in driver_violations(name, source)]
+    assert found == [], "a layer must talk to its store protocol, never to a driver:\n" + "\n".join(found)
+
+
+def test_no_layer_imports_a_backend() -> None:
+    found = [
+        f"{name}:{line} imports {module}"
+        for name, source in _runtime_files()
+        if not name.startswith("runtime/store/") and name not in ABOVE_THE_LAYERS
+        for line, module in imported_modules(source, name)
+        if module == "runtime.store" or module.startswith("runtime.store.")
+    ]
+    assert found == [], "layers own their store protocols; only the runtime object picks a backend:\n" + "\n".join(
+        found
+    )
+
+
+def test_the_store_package_and_the_database_modules_know_no_layer() -> None:
+    """``runtime/store`` finds backends by URL and must not import what sits above it; a backend's modules
+    implementing a layer's protocol may import that layer (that is "implements"), its database module not."""
+    neutral = [
+        name
+        for name, _ in _runtime_files()
+        if name in ("runtime/store/__init__.py", "runtime/store/url.py") or name.endswith("/database.py")
+    ]
+    assert "runtime/store/sqlite/database.py" in neutral
+    sources = dict(_runtime_files())
+    found = [
+        f"{name}:{line} imports {module}"
+        for name in neutral
+        for line, module in imported_modules(sources[name], name)
+        if module.split(".")[:2] in [["runtime", layer] for layer in LAYERS]
+        or module in ("runtime.runtime", "runtime.backend")
+    ]
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("filename", "source", "bad"),
+    [
+        ("runtime/durable/service.py", "import sqlite3", True),
+        ("runtime/memory/store.py", "def f():\n    import asyncpg\n", True),
+        ("runtime/store/postgres/pool.py", "import sqlite3", True),
+        ("runtime/store/sqlite/database.py", "import sqlite3", False),
+        ("runtime/store/postgres/pool.py", "import asyncpg", False),
+        ("runtime/durable/service.py", "import sqlite3x", False),
+    ],
+)
+def test_the_driver_checker(filename: str, source: str, bad: bool) -> None:
+    assert bool(driver_violations(filename, source)) is bad

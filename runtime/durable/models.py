@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +16,12 @@ SETTLED: frozenset[str] = TERMINAL | {"waiting", "needs_review"}
 
 InterruptStatus = Literal["pending", "decided", "expired"]
 EffectStatus = Literal["prepared", "dispatched", "succeeded", "failed", "ambiguous"]
+
+
+class Row(Protocol):
+    """A stored record read by column name (a ``sqlite3.Row``, an ``asyncpg.Record``, a dict)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 def loads(text: str | None) -> Any:
@@ -45,7 +50,7 @@ class Interrupt(_Record):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Interrupt:
+    def from_row(cls, row: Row) -> Interrupt:
         decision = loads(row["decision"])
         return cls(
             id=row["id"],
@@ -98,7 +103,7 @@ class Effect(_Record):
     updated_at: float
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Effect:
+    def from_row(cls, row: Row) -> Effect:
         return cls(**{k: row[k] for k in _EFFECT_COLUMNS}, result=loads(row["result"]))
 
     def public(self) -> dict[str, Any]:
@@ -115,7 +120,7 @@ class Event(_Record):
     created_at: float
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Event:
+    def from_row(cls, row: Row) -> Event:
         return cls(
             run_id=row["run_id"],
             seq=row["seq"],
@@ -162,7 +167,7 @@ class Run(_Record):
         return self.status in TERMINAL
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row, pending: tuple[Interrupt, ...] = ()) -> Run:
+    def from_row(cls, row: Row, pending: tuple[Interrupt, ...] = ()) -> Run:
         return cls(
             id=row["id"],
             tenant=row["tenant"],

@@ -1,6 +1,6 @@
 """Drive one claimed run, step after step, while its worker holds the lease.
 
-Each step ends in exactly one commit (``guarded_update``): new state, next step, events and a
+Each step ends in exactly one commit (``RunStore.commit``): new state, next step, events and a
 checkpoint in one transaction, checked against the fencing token. The run keeps its claim
 between steps (no re-claim per step); it gives the claim up when it finishes, parks on an
 interrupt, or fails and waits for a retry (a retry's backoff never holds a claim).
@@ -9,7 +9,6 @@ interrupt, or fails and waits for a retry (a retry's backoff never holds a claim
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,16 +18,13 @@ import anyio
 from runtime.durable.context import CURRENT_RUN, LiveContext
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.reconcile import settle_in_flight
-from runtime.durable.store import EventSpec, dumps, guarded_update
+from runtime.durable.store import RELEASE, Claim, EventSpec, StepCheckpoint, dumps
 from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime
-
-RELEASE: dict[str, Any] = {"lease_owner": None, "lease_expires": None}
 
 
 @dataclass
@@ -76,17 +72,17 @@ def _check_state(step: StepPlan, value: Any) -> str:
 class Runner:
     """Executes the steps of one run under one lease."""
 
-    def __init__(self, rt: Runtime, plan: Plan, row: sqlite3.Row, lease: Lease) -> None:
+    def __init__(self, rt: Runtime, plan: Plan, claim: Claim, lease: Lease) -> None:
         self.rt, self.plan, self.lease = rt, plan, lease
-        self.run_id: str = row["id"]
-        self.state_json: str = row["state"]
-        self.step: str = row["step"]
-        self.visit: int = row["visit"]
-        self.attempt: int = row["attempt"]
-        self.session_id: str | None = row["session_id"]
-        self.input: dict[str, Any] = json.loads(row["input"])
-        self.deadline: float | None = row["deadline"]
-        self.plan_hash: str = row["plan_hash"]
+        self.run_id: str = claim.id
+        self.state_json: str = claim.state_json
+        self.step: str = claim.step
+        self.visit: int = claim.visit
+        self.attempt: int = claim.attempt
+        self.session_id: str | None = claim.session_id
+        self.input: dict[str, Any] = json.loads(claim.input_json)
+        self.deadline: float | None = claim.deadline
+        self.plan_hash: str = claim.plan_hash
 
     async def _commit(
         self,
@@ -95,7 +91,7 @@ class Runner:
         *,
         settle: bool = False,
         tail: Sequence[EventSpec] = (),
-        checkpoint: tuple[str, str | None, list[str]] | None = None,
+        checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
     ) -> None:
         """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``.
@@ -104,18 +100,17 @@ class Runner:
         the commit's own timestamp (the one its events carry), not from a clock read before the write
         queued, so "a retry starts at least ``retry_in_s`` after its ``step.failed``" holds exactly.
         """
-
-        def write(conn: sqlite3.Connection) -> None:
-            todo = list(events)
-            if settle:
-                settle_in_flight(conn, self.run_id, todo)
-            todo += tail
-            at = now()
-            row = sets if retry_in_s is None else {**sets, "next_at": at + retry_in_s}
-            guarded_update(conn, self.run_id, self.lease.token, row, todo, checkpoint=checkpoint, at=at)
-
         with anyio.CancelScope(shield=True):
-            await self.rt.db.write(write)
+            await self.rt.runs.store.commit(
+                self.run_id,
+                self.lease.token,
+                sets,
+                events,
+                settle=settle,
+                tail=tail,
+                checkpoint=checkpoint,
+                retry_in_s=retry_in_s,
+            )
         self.rt.runs.notify(self.run_id)
 
     async def drive(self) -> None:
@@ -250,7 +245,7 @@ class Runner:
         if ctx.output_session_id is not None:
             sets["output_session_id"] = ctx.output_session_id
         events: list[EventSpec] = [("step.completed", {"step": spec.name, "visit": self.visit, "next": out.next_step})]
-        checkpoint: tuple[str, str | None, list[str]] | None = None
+        checkpoint: StepCheckpoint | None = None
         if spec.checkpoint or out.next_step is None:
             events.append(("checkpoint.created", {"step": spec.name, "next_step": out.next_step}))
             checkpoint = (out.state_json, out.next_step, [])

@@ -10,19 +10,19 @@ from __future__ import annotations
 import builtins
 import hashlib
 import math
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
 from runtime.durable import decisions
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
-from runtime.durable.store import Scope, dumps, end_unheld, insert_run, plain_update, run_row
-from runtime.errors import ConflictError, InvalidInputError
+from runtime.durable.store import NewRun, RunStore, dumps
+from runtime.errors import InvalidInputError
+from runtime.flow.workflow import Decision
 from runtime.ids import check_id_search, now
 from runtime.jsonvalue import check_json
-from runtime.store.sqlite import search_ids
 
 if TYPE_CHECKING:
     from runtime.durable.worker import Worker
@@ -37,28 +37,12 @@ def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], 
     return hashlib.sha256(dumps([workflow, session_id, input, deadline_s]).encode()).hexdigest()
 
 
-def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list[Run]:
-    """Runs from their rows, each with its pending interrupts (oldest first), in one query for all."""
-    ids = [row["id"] for row in rows]
-    pending: dict[str, list[Interrupt]] = {run_id: [] for run_id in ids}
-    marks = ", ".join("?" for _ in ids)
-    sql = f"SELECT * FROM run_interrupts WHERE status = 'pending' AND run_id IN ({marks}) ORDER BY created_at"
-    for r in conn.execute(sql, ids) if ids else ():
-        pending[r["run_id"]].append(Interrupt.from_row(r))
-    return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
-
-
-def _load_run(conn: sqlite3.Connection, scope: Scope, run_id: str) -> Run:
-    return _with_pending(conn, [run_row(conn, scope, run_id)])[0]
-
-
 class RunService:
     """Durable runs of one tenant/project, reached as ``runtime.runs``."""
 
-    def __init__(self, rt: Runtime, *, lease_s: float = 30.0) -> None:
+    def __init__(self, rt: Runtime, store: RunStore, *, lease_s: float = 30.0) -> None:
         self.rt = rt
-        self.db = rt.db
-        self.scope = Scope(rt.tenant, rt.project)
+        self.store = store
         self.lease_s = lease_s
         self.workers: list[Worker] = []
         self._waiters: dict[str, anyio.Event] = {}
@@ -74,6 +58,16 @@ class RunService:
     def _wake_workers(self) -> None:
         for worker in self.workers:
             worker.wake()
+
+    async def follow_others(self) -> None:
+        """Wake local waiters and workers on changes other processes commit, as far as the store can tell
+        them (``RunStore.watch``); with a store that cannot, polling does it."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(self.store.watch, self._changed_elsewhere))
+
+    def _changed_elsewhere(self, run_ids: Sequence[str]) -> None:
+        self.notify(*(run_ids or list(self._waiters)))
+        self._wake_workers()
 
     async def _read(self, run_id: str) -> tuple[anyio.Event, Run]:
         """The run, and the event the next local change to it sets (taken *before* reading, so no change is missed)."""
@@ -111,10 +105,8 @@ class RunService:
 
     async def by_idempotency_key(self, idempotency_key: str) -> Run | None:
         """The run started with this idempotency key here, if any."""
-        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?"
-        args = (self.scope.tenant, self.scope.project, idempotency_key)
-        row = await self.db.read(lambda conn: conn.execute(sql, args).fetchone())
-        return None if row is None else await self.get(str(row["id"]))
+        run_id = await self.store.by_idempotency_key(idempotency_key)
+        return None if run_id is None else await self.get(run_id)
 
     async def start(
         self,
@@ -130,42 +122,24 @@ class RunService:
         plan = self.rt.workflows.get(workflow)
         payload = dict(input or {})
         state_json = dumps(payload)
-        request = _request_hash(workflow, session_id, payload, deadline_s)
-        fields = {
-            "workflow": workflow,
-            "plan_hash": plan.plan_hash,
-            "session_id": session_id,
-            "input": state_json,
-            "state": state_json,
-            "step": plan.entry,
-            "idempotency_key": idempotency_key,
-            "request_hash": request,
-            "deadline": now() + deadline_s if deadline_s is not None else None,
-        }
-
-        def write(conn: sqlite3.Connection) -> str:
-            if idempotency_key is not None:
-                old = conn.execute(
-                    "SELECT id, request_hash FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?",
-                    (self.scope.tenant, self.scope.project, idempotency_key),
-                ).fetchone()
-                if old is not None:
-                    if old["request_hash"] != request:
-                        raise ConflictError(
-                            f"idempotency key {idempotency_key!r} was used for run {old['id']} with a different "
-                            "workflow, session, input or deadline; use a new key for a new request"
-                        )
-                    return str(old["id"])
-            created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
-            return insert_run(conn, self.scope, fields, [("run.created", created)])
-
-        run_id = await self.db.write(write)
+        new = NewRun(
+            workflow=workflow,
+            plan_hash=plan.plan_hash,
+            step=plan.entry,
+            input_json=state_json,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+            request_hash=_request_hash(workflow, session_id, payload, deadline_s),
+            deadline=now() + deadline_s if deadline_s is not None else None,
+        )
+        created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
+        run_id = await self.store.create(new, [("run.created", created)])
         self._wake_workers()
         return await self.get(run_id)
 
     # -- reading -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> Run:
-        return await self.db.read(lambda conn: _load_run(conn, self.scope, run_id))
+        return await self.store.get(run_id)
 
     async def wait(self, run_id: str, timeout_s: float) -> Run:
         """Return when the run is terminal, waiting on a human, needs review, or ``timeout_s`` passed."""
@@ -191,7 +165,7 @@ class RunService:
     async def ids(self, prefix: str = "", limit: int = 100) -> builtins.list[str]:
         """Ids of this scope's runs that start with ``prefix``, newest first (for completion)."""
         check_id_search(prefix, limit)
-        return await search_ids(self.db, "runs", self.scope.tenant, self.scope.project, prefix, limit)
+        return await self.store.ids(prefix, limit)
 
     async def list(
         self, status: str | None = None, workflow: str | None = None, cursor: str | None = None, limit: int = 50
@@ -201,16 +175,7 @@ class RunService:
             raise InvalidInputError(f"status {status!r} is not one of {list(STATUSES)}")
         if not 1 <= limit <= 500:
             raise InvalidInputError("limit must be between 1 and 500")
-        sql = "SELECT * FROM runs WHERE tenant = ? AND project = ?"
-        args: list[Any] = [self.scope.tenant, self.scope.project]
-        for col, value in (("status", status), ("workflow", workflow)):
-            if value is not None:
-                sql, args = sql + f" AND {col} = ?", [*args, value]
-        if cursor is not None:
-            sql, args = sql + " AND id < ?", [*args, cursor]
-        sql += " ORDER BY id DESC LIMIT ?"
-
-        runs = await self.db.read(lambda conn: _with_pending(conn, conn.execute(sql, (*args, limit + 1)).fetchall()))
+        runs = await self.store.page(status, workflow, cursor, limit + 1)
         more = len(runs) > limit
         runs = runs[:limit]
         return runs, (runs[-1].id if more and runs else None)
@@ -218,67 +183,25 @@ class RunService:
     async def events(self, run_id: str, after_seq: int = 0, limit: int = 100) -> builtins.list[Event]:
         if not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be between 1 and 1000")
-
-        def read(conn: sqlite3.Connection) -> builtins.list[Event]:
-            run_row(conn, self.scope, run_id)
-            rows = conn.execute(
-                "SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
-            )
-            return [Event.from_row(r) for r in rows]
-
-        return await self.db.read(read)
+        return await self.store.events(run_id, after_seq, limit)
 
     async def checkpoints(self, run_id: str) -> builtins.list[dict[str, Any]]:
         """Every checkpoint of a run, oldest first: ``{seq, state, next_step, pending, created_at}``."""
-
-        def read(conn: sqlite3.Connection) -> builtins.list[dict[str, Any]]:
-            run_row(conn, self.scope, run_id)
-            rows = conn.execute("SELECT * FROM run_checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))
-            return [decisions.checkpoint_dict(r) for r in rows]
-
-        return await self.db.read(read)
+        return await self.store.checkpoints(run_id)
 
     async def interrupts(self, run_id: str | None = None) -> builtins.list[Interrupt]:
         """Pending interrupts (of one run, or of every run here), oldest first."""
-        sql = "SELECT * FROM run_interrupts WHERE status = 'pending' AND tenant = ? AND project = ?"
-        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
-        if run_id is not None:
-            sql, args = sql + " AND run_id = ?", (*args, run_id)
-
-        def read(conn: sqlite3.Connection) -> builtins.list[Interrupt]:
-            if run_id is not None:
-                run_row(conn, self.scope, run_id)
-            return [Interrupt.from_row(r) for r in conn.execute(sql + " ORDER BY created_at", args)]
-
-        return await self.db.read(read)
+        return await self.store.interrupts(run_id)
 
     async def effects(self, status: str | None = "ambiguous", run_id: str | None = None) -> builtins.list[Effect]:
         """Entries of the effect ledger with this status (None: all), oldest first."""
-        sql = "SELECT * FROM run_effects WHERE tenant = ? AND project = ?"
-        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
-        if status is not None:
-            sql, args = sql + " AND status = ?", (*args, status)
-        if run_id is not None:
-            sql, args = sql + " AND run_id = ?", (*args, run_id)
-        return await self.db.read(lambda c: [Effect.from_row(r) for r in c.execute(sql + " ORDER BY created_at", args)])
+        return await self.store.effects(status, run_id)
 
     # -- steering ----------------------------------------------------------------------------
     async def cancel(self, run_id: str, reason: str | None = None) -> Run:
         """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
         or after a short grace (a worker in another process notices at its next lease renewal)."""
-
-        def write(conn: sqlite3.Connection) -> None:
-            row = run_row(conn, self.scope, run_id)
-            if row["status"] in TERMINAL:
-                return
-            if row["status"] == "running":
-                events = [("run.cancel_requested", {"reason": reason})]
-                plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
-                return
-            sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
-            end_unheld(conn, run_id, "cancelled", reason, sets)
-
-        await self.db.write(write)
+        await self.store.cancel(run_id, reason)
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
         self.notify(run_id)
@@ -289,9 +212,15 @@ class RunService:
     ) -> Run:
         """Decide a pending interrupt; its run is queued to resume (the step re-runs, effects replay)."""
         check_json(value, "value")
-        run_id = await self.db.write(
-            lambda c: decisions.decide(c, self.scope, interrupt_id, action, value, reason, actor)
-        )
+        if action not in decisions.ACTIONS:
+            raise InvalidInputError(f"action {action!r} is not one of {list(decisions.ACTIONS)}")
+        decision = Decision(action=action, value=value, actor=actor, reason=reason)  # type: ignore[arg-type]
+
+        def check(interrupt: Interrupt) -> None:
+            if action in ("edit", "respond"):
+                decisions.check_schema(value, interrupt.schema_, f"the value of interrupt {interrupt_id}")
+
+        run_id = await self.store.decide(interrupt_id, decision, check)
         self._wake_workers()
         self.notify(run_id)
         return await self.get(run_id)
@@ -300,7 +229,13 @@ class RunService:
         """Settle an ambiguous effect: ``applied`` (with its result, replayed from now on) or ``not_applied``
         (run it again). When none is left ambiguous, a ``needs_review`` run is queued to go on."""
         check_json(result, "result")
-        run_id = await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, outcome, result))
+        if outcome not in decisions.OUTCOMES:
+            raise InvalidInputError(f"outcome {outcome!r} is not one of {list(decisions.OUTCOMES)}")
+        try:
+            result_json = dumps(result) if outcome == "applied" else None
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"result must be JSON-serialisable: {exc}") from None
+        run_id = await self.store.settle_effect(effect_id, outcome == "applied", result_json)
         self._wake_workers()
         self.notify(run_id)
         return await self.get(run_id)

@@ -1,23 +1,52 @@
-"""SQL of the durable layer: each function is one unit of work on a connection inside ``db.write``/``db.read``.
+"""What durable execution needs from a store: the ``RunStore`` protocol and the records it speaks.
 
-Every change a worker makes goes through ``guarded_update``: one UPDATE of the run row that checks
-the fencing token and that the run is still ``running``, and allocates the sequence numbers of
-the events it appends. If the token is stale the UPDATE matches nothing and ``LeaseLostError``
-rolls the whole unit back: a worker that lost its lease can never commit.
+Every method is one whole unit of work on the store (one transaction, one round trip where the
+backend can): a write is all or nothing, a read one consistent snapshot. A store instance is scoped
+to one tenant/project. Implementations: ``runtime.store.sqlite.runs`` (the embedded default) and,
+later, the PostgreSQL backend; ``tests/store/contracts/test_run_store.py`` says what each must do.
+
+Fencing: a worker's claim gives the run a new, higher ``token``; every change made under a lease
+(``commit``, ``record_effect``, ``park``) names that token and is rejected with ``LeaseLostError``
+(changing nothing) unless the run is still ``running`` under exactly that token. So a worker
+that lost its lease can never commit.
+
+Changes to a run are given as ``RunChange``: run fields (the keys of ``RUN_FIELDS``) to set. Events
+are ``(type, data)`` pairs; the store numbers them (``seq``) in order after the run's last event.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from runtime.errors import LeaseLostError, NotFoundError
-from runtime.ids import new_id, now
+from anyio.abc import TaskStatus
+
+from runtime.durable.models import Effect, Event, Interrupt, Run
+from runtime.errors import ConflictError, InvalidInputError, NotFoundError
+from runtime.flow.workflow import Decision
 
 EventSpec = tuple[str, dict[str, Any]]
+RunChange = Mapping[str, Any]
+
+#: The fields of a run a change may set (anything else is a programming error the store refuses).
+RUN_FIELDS: frozenset[str] = frozenset(
+    {
+        "status", "state", "step", "visit", "attempt", "error", "next_at", "plan_hash", "output_session_id",
+        "lease_owner", "lease_expires", "lost_leases", "cancel_requested", "cancel_reason",
+    }
+)  # fmt: skip
+
+#: Sets that give a run's lease up (the run leaves its worker).
+RELEASE: dict[str, Any] = {"lease_owner": None, "lease_expires": None}
+
+MAX_LOST_LEASES = 3
+"""A step visit whose worker vanished this many times fails the run instead of killing worker after worker
+(a lease its worker gave up on shutdown, ``RunStore.release``, is handed on without counting)."""
+
+#: ``(state_json, next_step, pending interrupt ids)`` written as a checkpoint with a commit.
+StepCheckpoint = tuple[str, str | None, list[str]]
 
 
 def dumps(value: Any) -> str:
@@ -25,183 +54,232 @@ def dumps(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Scope:
-    tenant: str
-    project: str
+class NewRun:
+    """A run to queue. With an ``idempotency_key``, ``create`` returns the run already made under it."""
+
+    workflow: str
+    plan_hash: str
+    step: str
+    input_json: str
+    session_id: str | None = None
+    idempotency_key: str | None = None
+    request_hash: str = ""
+    deadline: float | None = None
 
 
-def append_events(conn: sqlite3.Connection, run_id: str, last_seq: int, events: Sequence[EventSpec], at: float) -> None:
-    """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row)."""
-    first = last_seq - len(events) + 1
-    conn.executemany(
-        "INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
-        [(run_id, first + i, kind, dumps(data), at) for i, (kind, data) in enumerate(events)],
+@dataclass(frozen=True)
+class Claim:
+    """A run a worker has just claimed: what its runner needs, and the lease's fencing ``token``."""
+
+    id: str
+    workflow: str
+    plan_hash: str
+    token: int
+    state_json: str
+    step: str
+    visit: int
+    attempt: int
+    session_id: str | None
+    input_json: str
+    deadline: float | None
+    lease_expires: float
+
+
+@dataclass(frozen=True)
+class EffectRecord:
+    """One state of an effect-ledger entry, written under a lease (an upsert keyed by ``id``)."""
+
+    id: str
+    step: str
+    visit: int
+    key: str
+    effect_class: str
+    status: str
+    result_json: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class NewInterrupt:
+    """A question a step asks; ``ordinal`` is its order within the step visit."""
+
+    id: str
+    step: str
+    visit: int
+    ordinal: int
+    kind: str
+    prompt: str
+    schema: dict[str, Any] | None
+    expires_at: float | None
+
+
+#: Checks a pending interrupt before it is decided (the decision's value against its schema).
+CheckInterrupt = Callable[[Interrupt], None]
+
+
+class RunStore(Protocol):
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project."""
+
+    # -- starting and reading ---------------------------------------------------------------
+    async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
+        """Queue a run (runnable now) with its first events; with an idempotency key already used,
+        the run made under it (``ConflictError`` when its ``request_hash`` differs). Returns its id."""
+        ...
+
+    async def get(self, run_id: str) -> Run:
+        """The run with its pending interrupts (oldest first); ``NotFoundError`` if not in this scope."""
+        ...
+
+    async def by_idempotency_key(self, key: str) -> str | None:
+        """The id of the run this scope started with ``key``, if any."""
+        ...
+
+    async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
+        """Runs newest first (by id), filtered, with ids below ``before``; at most ``limit``."""
+        ...
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        """Ids of runs starting with ``prefix``, newest first."""
+        ...
+
+    async def events(self, run_id: str, after_seq: int, limit: int) -> list[Event]: ...
+    async def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        """``{seq, state, next_step, pending, created_at}`` of every checkpoint, oldest first."""
+        ...
+
+    async def interrupts(self, run_id: str | None) -> list[Interrupt]:
+        """Pending interrupts (of one run, or of the whole scope), oldest first."""
+        ...
+
+    async def effects(self, status: str | None, run_id: str | None) -> list[Effect]:
+        """Effect-ledger entries with this status (None: all), oldest first."""
+        ...
+
+    # -- steering, by the service (no lease) ------------------------------------------------
+    async def cancel(self, run_id: str, reason: str | None) -> None:
+        """A running run gets ``cancel_requested`` (its worker stops it); one no worker holds ends
+        ``cancelled`` at once, its pending interrupts expired; a terminal run is left alone."""
+        ...
+
+    async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
+        """Decide a pending interrupt (``check`` it first); a waiting run with nothing left pending is
+        queued. Returns the run id. ``NotFoundError`` / ``ConflictError`` (not pending)."""
+        ...
+
+    async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
+        """Resolve an ambiguous effect (``succeeded`` with its result, or back to ``prepared``); a
+        ``needs_review`` run with nothing left ambiguous is queued. Returns the run id."""
+        ...
+
+    # -- other processes --------------------------------------------------------------------
+    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+        """Report runs other processes change: ``changed(run_ids)`` soon after each commit (an empty
+        sequence: anything may have changed, as after a reconnect), until cancelled. Started with
+        ``task_group.start``: ``True`` once listening; ``False`` (and return) from a backend that
+        cannot tell, whose changes the runtime notices by polling instead."""
+        ...
+
+    # -- workers ----------------------------------------------------------------------------
+    async def next_ready(self, workflows: Sequence[str]) -> float | None:
+        """The earliest ``next_at`` of a queued run of these workflows (None: there is none)."""
+        ...
+
+    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
+        """Take up to ``limit`` runnable runs, earliest ``next_at`` first: each becomes ``running``
+        under ``owner`` with a new, higher token and a lease of ``lease_s``. No run is claimed twice."""
+        ...
+
+    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
+        """Extend the leases still held; for each, the pending cancel reason ('' for none)."""
+        ...
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
+        """Of these runs, those with a cancel requested, and its reason."""
+        ...
+
+    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
+        """Give leases up (worker shutdown): any worker may take the runs over at once."""
+        ...
+
+    async def needs_reaping(self) -> bool:
+        """Cheap: is there an expired lease, an expired interrupt or a passed deadline?"""
+        ...
+
+    async def reap(self) -> list[str]:
+        """Requeue runs whose lease expired (settling their dispatched effects: non-idempotent ones
+        ambiguous and the run ``needs_review``; failing it after ``MAX_LOST_LEASES``), time out runs
+        whose interrupt expired or whose deadline passed. Returns the runs touched."""
+        ...
+
+    # -- under a lease (fenced) -------------------------------------------------------------
+    async def commit(
+        self,
+        run_id: str,
+        token: int,
+        change: RunChange,
+        events: Sequence[EventSpec],
+        *,
+        settle: bool = False,
+        tail: Sequence[EventSpec] = (),
+        checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
+    ) -> None:
+        """Change the run and append events (and a checkpoint, at its ``checkpoint.created`` event).
+        ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``.
+        ``retry_in_s``: the run may be claimed again (``next_at``) that long after this commit's own
+        timestamp, the one its events carry."""
+        ...
+
+    async def visit_effects(self, run_id: str, visit: int) -> list[Effect]: ...
+    async def record_effect(self, run_id: str, token: int, record: EffectRecord) -> Effect:
+        """Write one state of an effect (an ``effect.<status>`` event with it); returns it as stored."""
+        ...
+
+    async def visit_interrupts(self, run_id: str, visit: int) -> dict[int, Interrupt]:
+        """The interrupts of a step visit, by ordinal."""
+        ...
+
+    async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
+        """Record the interrupt and park the run: ``waiting``, lease given up, a checkpoint taken."""
+        ...
+
+
+# -- the messages every store gives (so they read the same on every backend) -------------------
+def no_run(run_id: str, tenant: str, project: str) -> NotFoundError:
+    return NotFoundError(f"no run {run_id} in {tenant}/{project}; list runs with run_list")
+
+
+def idempotency_conflict(key: str, run_id: str) -> ConflictError:
+    return ConflictError(
+        f"idempotency key {key!r} was used for run {run_id} with a different "
+        "workflow, session, input or deadline; use a new key for a new request"
     )
 
 
-def guarded_update(
-    conn: sqlite3.Connection,
-    run_id: str,
-    token: int,
-    sets: dict[str, Any],
-    events: Sequence[EventSpec] = (),
-    *,
-    checkpoint: tuple[Any, str | None, list[str]] | None = None,
-    at: float | None = None,
-) -> int:
-    """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
-
-    ``at``: the commit's timestamp, when the caller derived other values from it (default: now)."""
-    at = now() if at is None else at
-    n = len(events)
-    cols = "".join(f", {col} = ?" for col in sets)
-    row = conn.execute(
-        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
-        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq",
-        (n, at, *sets.values(), run_id, token),
-    ).fetchone()
-    if row is None:
-        raise LeaseLostError(run_id, token)
-    last_seq = int(row[0])
-    if n:
-        append_events(conn, run_id, last_seq, events, at)
-    if checkpoint is not None:
-        state_json, next_step, pending = checkpoint
-        kinds = [kind for kind, _ in events]
-        seq = last_seq - n + 1 + kinds.index("checkpoint.created") if "checkpoint.created" in kinds else last_seq
-        conn.execute(
-            "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, seq, state_json, next_step, dumps(pending), at),
-        )
-    return last_seq
+def no_interrupt(interrupt_id: str) -> NotFoundError:
+    return NotFoundError(f"no interrupt {interrupt_id}; list pending ones with interrupt_list")
 
 
-def plain_update(conn: sqlite3.Connection, run_id: str, sets: dict[str, Any], events: Sequence[EventSpec]) -> int:
-    """Update a run nobody holds (service-side changes: cancel, decisions, reconciliation)."""
-    at = now()
-    cols = "".join(f", {col} = ?" for col in sets)
-    row = conn.execute(
-        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ? RETURNING last_seq",
-        (len(events), at, *sets.values(), run_id),
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"no run {run_id}")
-    append_events(conn, run_id, int(row[0]), events, at)
-    return int(row[0])
+def interrupt_not_pending(interrupt_id: str, status: str) -> ConflictError:
+    return ConflictError(f"interrupt {interrupt_id} is already {status}; only a pending interrupt can be decided")
 
 
-def run_row(conn: sqlite3.Connection, scope: Scope, run_id: str) -> sqlite3.Row:
-    row = conn.execute(
-        "SELECT * FROM runs WHERE id = ? AND tenant = ? AND project = ?", (run_id, scope.tenant, scope.project)
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"no run {run_id} in {scope.tenant}/{scope.project}; list runs with run_list")
-    return row  # type: ignore[no-any-return]
+def no_effect(effect_id: str) -> NotFoundError:
+    return NotFoundError(f"no effect {effect_id}; list ambiguous ones with effect_list")
 
 
-def insert_run(conn: sqlite3.Connection, scope: Scope, fields: dict[str, Any], events: Sequence[EventSpec]) -> str:
-    at = now()
-    run_id = new_id("run")
-    row = {
-        "id": run_id,
-        "tenant": scope.tenant,
-        "project": scope.project,
-        "status": "queued",
-        "next_at": at,
-        "created_at": at,
-        "updated_at": at,
-        "last_seq": len(events),
-        **fields,
-    }
-    conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values()))
-    append_events(conn, run_id, len(events), events, at)
-    return run_id
+def effect_not_ambiguous(effect_id: str, status: str) -> ConflictError:
+    return ConflictError(f"effect {effect_id} is {status}, not ambiguous; only ambiguous effects are resolved")
 
 
-def claim(
-    conn: sqlite3.Connection, scope: Scope, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
-) -> list[sqlite3.Row]:
-    """Take up to ``limit`` ready runs: each gets a new, higher fencing token and a lease."""
-    if limit <= 0 or not workflows:
-        return []
-    at = now()
-    marks = ", ".join("?" for _ in workflows)
-    rows = conn.execute(
-        "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
-        "updated_at = ?, last_seq = last_seq + 2 WHERE id IN (SELECT id FROM runs WHERE status = 'queued' "
-        f"AND next_at <= ? AND tenant = ? AND project = ? AND workflow IN ({marks}) ORDER BY next_at LIMIT ?) "
-        "RETURNING *",
-        (owner, at + lease_s, at, at, scope.tenant, scope.project, *workflows, limit),
-    ).fetchall()
-    for row in rows:
-        events: list[EventSpec] = [
-            ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),
-            ("step.started", {"step": row["step"], "visit": row["visit"], "attempt": row["attempt"]}),
-        ]
-        append_events(conn, row["id"], row["last_seq"], events, at)
-    return rows
+def decision_json(decision: Decision) -> str:
+    try:
+        return dumps(decision.model_dump())
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"value must be JSON-serialisable: {exc}") from None
 
 
-def renew(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str | None]:
-    """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
-    expires = now() + lease_s
-    held: dict[str, str | None] = {}
-    for run_id, token in leases:
-        row = conn.execute(
-            "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running' "
-            "RETURNING cancel_requested, cancel_reason",
-            (expires, run_id, token),
-        ).fetchone()
-        if row is not None:
-            held[run_id] = (row[1] or "cancelled") if row[0] else ""
-    return held
-
-
-RELEASED = 0.0
-"""``lease_expires`` of a lease its worker gave up on shutdown: the reaper hands the run on at once and,
-since no worker was lost, does not count it towards ``MAX_LOST_LEASES``."""
-
-
-def release(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]]) -> None:
-    """Give up held leases (worker shutdown) so that any worker can recover their runs at once."""
-    conn.executemany(
-        "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'",
-        [(RELEASED, run_id, token) for run_id, token in leases],
-    )
-
-
-def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
-    """Cheap read: is there anything for ``reap`` to do?"""
-    at = now()
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? "
-        "AND project = ?) OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? "
-        "AND tenant = ? AND project = ?) OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND tenant = ? "
-        "AND project = ? AND status IN ('queued', 'waiting', 'needs_review'))",
-        (at, scope.tenant, scope.project) * 3,
-    ).fetchone()
-    return bool(row[0])
-
-
-def has_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
-    """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
-    if not workflows:
-        return None
-    marks = ", ".join("?" for _ in workflows)
-    row = conn.execute(
-        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = ? AND project = ? "
-        f"AND workflow IN ({marks})",
-        (scope.tenant, scope.project, *workflows),
-    ).fetchone()
-    return None if row[0] is None else float(row[0])
-
-
-def end_unheld(conn: sqlite3.Connection, run_id: str, status: str, reason: str | None, sets: dict[str, Any]) -> None:
-    """End a run no worker holds (queued, waiting or needing review): expire its pending interrupts, set ``status``."""
-    expired = conn.execute(
-        "UPDATE run_interrupts SET status = 'expired' WHERE run_id = ? AND status = 'pending' RETURNING id", (run_id,)
-    ).fetchall()
-    events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": r[0]}) for r in expired]
-    events.append(("run.state.changed", {"status": status, "reason": reason}))
-    plain_update(conn, run_id, {"status": status, **sets}, events)
+def check_change(change: RunChange) -> None:
+    unknown = set(change) - RUN_FIELDS
+    if unknown:
+        raise ValueError(f"not run fields a change may set: {sorted(unknown)}")

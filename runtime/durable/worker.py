@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -20,9 +19,8 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from runtime.durable import store
-from runtime.durable.reconcile import reap
-from runtime.durable.runner import RELEASE, Lease, Runner
+from runtime.durable.runner import Lease, Runner
+from runtime.durable.store import RELEASE, Claim, EventSpec
 from runtime.errors import LeaseLostError
 from runtime.ids import now
 
@@ -84,14 +82,12 @@ class Worker:
             self.rt.runs.workers.remove(self)
 
     # -- claiming ----------------------------------------------------------------------------
-    async def claim(self, limit: int) -> list[sqlite3.Row]:
+    async def claim(self, limit: int) -> list[Claim]:
         """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
         names = self.rt.workflows.names()
         with anyio.CancelScope(shield=True):  # a claim that commits must reach its caller
-            rows = await self.rt.db.write(
-                lambda c: store.claim(c, self.rt.runs.scope, self.owner, self.lease_s, limit, names)
-            )
-        return rows
+            claims = await self.rt.runs.store.claim(self.owner, self.lease_s, limit, names)
+        return claims
 
     def _stop_claiming(self) -> None:
         self._stopping = True
@@ -111,15 +107,14 @@ class Worker:
                 await self._slot_free.wait()
                 continue
             self._wake = anyio.Event()
-            ready = partial(store.has_ready, scope=self.rt.runs.scope, workflows=self.rt.workflows.names())
-            ready_at = await self.rt.db.read(ready)
-            rows = await self.claim(free) if ready_at is not None and ready_at <= now() else []
-            for row in rows:
-                lease = Lease(row["id"], row["lease_token"])
+            ready_at = await self.rt.runs.store.next_ready(self.rt.workflows.names())
+            claims = await self.claim(free) if ready_at is not None and ready_at <= now() else []
+            for claim in claims:
+                lease = Lease(claim.id, claim.token)
                 self.leases[lease.run_id] = lease
-                tg.start_soon(self._execute, row, lease)
-            if rows:
-                self.rt.runs.notify(*(r["id"] for r in rows))
+                tg.start_soon(self._execute, claim, lease)
+            if claims:
+                self.rt.runs.notify(*(c.id for c in claims))
                 continue
             delay = self.poll_s
             if ready_at is not None and ready_at > now():
@@ -127,10 +122,10 @@ class Worker:
             with anyio.move_on_after(delay):
                 await self._wake.wait()
 
-    async def _execute(self, row: sqlite3.Row, lease: Lease) -> None:
+    async def _execute(self, claim: Claim, lease: Lease) -> None:
         try:
-            plan = self.rt.workflows.get(row["workflow"])
-            await Runner(self.rt, plan, row, lease).drive()
+            plan = self.rt.workflows.get(claim.workflow)
+            await Runner(self.rt, plan, claim, lease).drive()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._release([(lease.run_id, lease.token)])
@@ -148,10 +143,10 @@ class Worker:
 
     async def _crash(self, lease: Lease, exc: Exception) -> None:
         sets = {**RELEASE, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
-        events: list[store.EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
+        events: list[EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
         with anyio.CancelScope(shield=True):
             try:
-                await self.rt.db.write(lambda c: store.guarded_update(c, lease.run_id, lease.token, sets, events))
+                await self.rt.runs.store.commit(lease.run_id, lease.token, sets, events)
             except Exception:
                 log.exception("could not record the crash of run %s", lease.run_id)
 
@@ -170,7 +165,7 @@ class Worker:
             if not held:
                 continue
             with anyio.CancelScope(shield=True):
-                alive = await self.rt.db.write(partial(store.renew, leases=held, lease_s=self.lease_s))
+                alive = await self.rt.runs.store.renew(held, self.lease_s)
             for run_id, token in held:
                 lease = self.leases.get(run_id)
                 if lease is None or lease.token != token:
@@ -181,22 +176,16 @@ class Worker:
                     lease.cancel(alive[run_id])
 
     async def _poll_cancels(self, held: list[tuple[str, int]]) -> None:
-        ids = [run_id for run_id, _ in held]
-        marks = ", ".join("?" for _ in ids)
-        rows = await self.rt.db.read(
-            lambda c: c.execute(
-                f"SELECT id, cancel_reason FROM runs WHERE cancel_requested = 1 AND id IN ({marks})", ids
-            ).fetchall()
-        )
-        for row in rows:
-            lease = self.leases.get(row["id"])
+        asked = await self.rt.runs.store.cancel_requests([run_id for run_id, _ in held])
+        for run_id, reason in asked.items():
+            lease = self.leases.get(run_id)
             if lease is not None and not lease.cancelled:
-                lease.cancel(row["cancel_reason"])
+                lease.cancel(reason)
 
     async def _reap_loop(self) -> None:
         while True:
-            if await self.rt.db.read(lambda c: store.has_reapable(c, self.rt.runs.scope)):
-                touched = await self.rt.db.write(lambda c: reap(c, self.rt.runs.scope))
+            if await self.rt.runs.store.needs_reaping():
+                touched = await self.rt.runs.store.reap()
                 if touched:
                     self.rt.runs.notify(*touched)
                     self.wake()
@@ -205,7 +194,7 @@ class Worker:
     async def _release(self, held: list[tuple[str, int]]) -> None:
         """On shutdown, give our leases up so any worker can recover the runs at once."""
         try:
-            await self.rt.db.write(partial(store.release, leases=held))
+            await self.rt.runs.store.release(held)
         except Exception:
             log.exception("could not release leases on shutdown")
 

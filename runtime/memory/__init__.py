@@ -9,7 +9,7 @@ from runtime.memory.context import untrusted_context
 from runtime.memory.extract import Extractor, HeuristicExtractor, transcript
 from runtime.memory.model import SCOPES, CommitResult, MemoryHit, MemoryItem
 from runtime.memory.service import MemoryService
-from runtime.memory.store import MemoryStore, NewMemory, SQLiteMemoryStore
+from runtime.memory.store import MemoryStore, NewMemory
 
 __all__ = [
     "SCOPES",
@@ -21,7 +21,6 @@ __all__ = [
     "MemoryService",
     "MemoryStore",
     "NewMemory",
-    "SQLiteMemoryStore",
     "transcript",
     "untrusted_context",
 ]

@@ -14,7 +14,7 @@ from runtime.sessions.model import (
     Usage,
 )
 from runtime.sessions.service import SessionService
-from runtime.sessions.store import SessionStore, SQLiteSessionStore
+from runtime.sessions.store import SessionStore
 
 __all__ = [
     "Chunk",
@@ -24,7 +24,6 @@ __all__ = [
     "LineageGraph",
     "LineageNode",
     "Placement",
-    "SQLiteSessionStore",
     "Session",
     "SessionInfo",
     "SessionService",

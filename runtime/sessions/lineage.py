@@ -8,21 +8,11 @@ nodes it returns. A store supplies the edges and nodes of its own tenant/project
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable
 
 from runtime.sessions.model import LineageEdge, LineageNode
 
 Graph = tuple[list[LineageNode], list[LineageEdge], bool]
-
-_PARENTS = (
-    "SELECT p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-    " WHERE p.child_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.ord"
-)
-_CHILDREN = (
-    "SELECT p.child_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-    " WHERE p.parent_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.child_id"
-)
 
 
 def walk(
@@ -67,38 +57,3 @@ def walk(
 
 def _unknown(session_id: str) -> LineageNode:
     return LineageNode(id=session_id, op="unknown", length=0, created_at=0.0, stub=True)
-
-
-def sqlite_walk(
-    conn: sqlite3.Connection,
-    scope: tuple[str, str],
-    session_id: str,
-    depth: int,
-    *,
-    up: bool,
-    down: bool,
-    max_nodes: int,
-) -> Graph:
-    """``walk`` over the ``session_parents`` and ``sessions`` tables, in the tenant/project ``scope``."""
-
-    def node(sid: str) -> LineageNode | None:
-        row = conn.execute(
-            "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ? AND project = ?",
-            (sid, *scope),
-        ).fetchone()
-        if row is None:
-            return None
-        return LineageNode(
-            id=row["id"], op=row["op"], length=row["length"], created_at=row["created_at"], stub=bool(row["stub"])
-        )
-
-    return walk(
-        session_id,
-        depth,
-        up=up,
-        down=down,
-        max_nodes=max_nodes,
-        parents=lambda sid: [p for (p,) in conn.execute(_PARENTS, (sid, *scope))],
-        children=lambda sid: [c for (c,) in conn.execute(_CHILDREN, (sid, *scope))],
-        node=node,
-    )

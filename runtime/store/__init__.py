@@ -1,0 +1,65 @@
+"""Where a runtime keeps its state: store URLs and the backends that open them.
+
+Each layer owns the protocol of its store (``runtime.sessions.store.SessionStore``,
+``runtime.durable.store.RunStore``, ``runtime.memory.store.MemoryStore``); a backend
+(``runtime/store/sqlite/``, later ``runtime/store/postgres/``) implements all three with its own
+schema, migrations and SQL. This package knows none of the layers: it only finds the backend a
+URL names (``BACKENDS``) and hands it the URL. A backend module provides::
+
+    async def open(url: StoreURL, *, synchronous: str) -> Backend  # .sessions/.runs/.memory(tenant, project), .close()
+    async def pending(url: StoreURL) -> list[str]                  # migrations not applied yet
+    async def migrate(url: StoreURL) -> list[str]                  # apply them; the names applied
+
+(``Backend`` is ``runtime.backend.StoreBackend``, typed with the layers' protocols.)
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from runtime.errors import InvalidInputError
+from runtime.store.url import BACKENDS, DB_FILE, FORMS, StoreURL, default_url, parse_store_url, redact, resolve_store
+
+
+def backend_module(url: StoreURL) -> ModuleType:
+    """The module implementing ``url``'s backend; a clear error for one not in this build."""
+    name = BACKENDS.get(url.scheme)
+    if name is None:
+        raise InvalidInputError(
+            f"the {url.scheme} store ({url}) is not available yet in this build; "
+            f"use sqlite:///ABSOLUTE/PATH.db, or leave --store out for {DB_FILE} under the home"
+        )
+    return importlib.import_module(name)
+
+
+async def open_backend(url: StoreURL, *, synchronous: str = "FULL") -> Any:
+    """Open (and, where the backend does that on open, migrate) the store at ``url``."""
+    return await backend_module(url).open(url, synchronous=synchronous)
+
+
+async def pending_migrations(url: StoreURL) -> list[str]:
+    names: list[str] = await backend_module(url).pending(url)
+    return names
+
+
+async def apply_migrations(url: StoreURL) -> list[str]:
+    names: list[str] = await backend_module(url).migrate(url)
+    return names
+
+
+__all__ = [
+    "BACKENDS",
+    "DB_FILE",
+    "FORMS",
+    "StoreURL",
+    "apply_migrations",
+    "backend_module",
+    "default_url",
+    "open_backend",
+    "parse_store_url",
+    "pending_migrations",
+    "redact",
+    "resolve_store",
+]

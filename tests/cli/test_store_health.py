@@ -24,8 +24,9 @@ from mcp.client.stdio import StdioServerParameters
 
 from rath_mcp.server import build_server
 from runtime import Runtime
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import apply_migrations
+from runtime.store.sqlite.backend import sqlite_database
+from runtime.store.sqlite.database import apply_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from tests.cli.conftest import ROOT, one_error_line, rath_here, rath_process
 from tests.mcp.conftest import text_of
 
@@ -170,12 +171,15 @@ def test_check_passes_a_sound_store_and_reports_a_pending_migration(
 async def test_a_table_dropped_under_a_running_server_gives_tool_errors_that_say_so(rt: Runtime) -> None:
     async with Client(build_server(rt)) as client:
         assert not (await client.call_tool("run_list", {})).is_error
-        with sqlite3.connect(rt.db.path) as conn:
+        with sqlite3.connect(sqlite_database(rt.store).path) as conn:
             conn.execute("DROP TABLE run_events")
         started = await client.call_tool("run_start", {"workflow": "echo", "message": "hi"})
     assert started.is_error
     text = text_of(started)
-    assert f"the store at {rt.db.path} lacks a table this version needs (no such table: run_events)" in text
+    assert (
+        f"the store at {sqlite_database(rt.store).path} lacks a table this version needs (no such table: run_events)"
+        in text
+    )
     assert "restore a backup" in text
 
 

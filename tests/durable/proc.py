@@ -36,8 +36,8 @@ async def claim(home: str, go_dir: str, rounds: int) -> None:
             go = Path(go_dir) / f"go{k}"
             while not go.exists():  # noqa: ASYNC110 - the test process creates it
                 await anyio.sleep(0.002)
-            rows = await claimer.claim(1)
-            print(json.dumps([[r["id"], r["lease_token"]] for r in rows]), flush=True)
+            claims = await claimer.claim(1)
+            print(json.dumps([[c.id, c.token] for c in claims]), flush=True)
 
 
 async def start_approval(home: str) -> None:

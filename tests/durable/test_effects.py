@@ -11,8 +11,7 @@ import pytest
 from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable import Worker
 from runtime.durable.context import LiveContext
-from runtime.durable.reconcile import MAX_LOST_LEASES, reap
-from runtime.durable.store import guarded_update
+from runtime.durable.store import MAX_LOST_LEASES
 from runtime.errors import LeaseLostError
 from runtime.ids import now
 from tests.durable.conftest import FLOWS, eventually
@@ -64,13 +63,13 @@ async def test_a_stale_workers_commit_is_rejected(home: Path, log: str) -> None:
         run = await rt.runs.start("loop", input={"n": 1})
         old, new = Worker(rt, lease_s=0.2), Worker(rt, lease_s=30)
         (claimed,) = await old.claim(1)
-        stale = claimed["lease_token"]
-        await eventually(lambda: _after(claimed["lease_expires"]))
-        assert await rt.db.write(lambda c: reap(c, rt.runs.scope)) == [run.id]
+        stale = claimed.token
+        await eventually(lambda: _after(claimed.lease_expires))
+        assert await rt.runs.store.reap() == [run.id]
         (reclaimed,) = await new.claim(1)
-        assert reclaimed["lease_token"] == stale + 1
+        assert reclaimed.token == stale + 1
         with pytest.raises(LeaseLostError, match=f"fencing token {stale} is stale"):
-            await rt.db.write(lambda c: guarded_update(c, run.id, stale, {"state": '{"hacked": 1}'}, []))
+            await rt.runs.store.commit(run.id, stale, {"state": '{"hacked": 1}'}, [])
         after = await rt.runs.get(run.id)
         assert after.state == {"n": 1} and after.lease_token == stale + 1 and after.lease_owner == new.owner
         assert "lease.expired" in [e.type for e in await rt.runs.events(run.id)]
@@ -143,7 +142,7 @@ async def test_a_step_that_keeps_losing_its_worker_fails_the_run(home: Path) -> 
         run = await rt.runs.start("loop", input={"n": 1})
         for _ in range(MAX_LOST_LEASES):
             (claimed,) = await Worker(rt, lease_s=0.1).claim(1)  # a worker that then "dies"
-            await eventually(partial(_after, claimed["lease_expires"]))
-            await rt.db.write(lambda c: reap(c, rt.runs.scope))
+            await eventually(partial(_after, claimed.lease_expires))
+            await rt.runs.store.reap()
         failed = await rt.runs.get(run.id)
         assert failed.status == "failed" and f"lost its worker {MAX_LOST_LEASES} times" in (failed.error or "")

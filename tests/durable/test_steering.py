@@ -11,8 +11,9 @@ import anyio
 import pytest
 
 from runtime import Run, Runtime, run_worker
-from runtime.durable.reconcile import MAX_LOST_LEASES, reap
+from runtime.durable.store import MAX_LOST_LEASES
 from runtime.durable.worker import _resilient
+from runtime.store.sqlite.backend import sqlite_database
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines
 
@@ -120,7 +121,9 @@ async def test_a_deadline_ends_a_waiting_run(drt: Runtime) -> None:
     assert run.status == "waiting"
     # The hour passes while it waits (a deadline of 0.5 s could instead pass before the run parks, on a
     # loaded machine): the deadline is moved into the past, as the clock would move past it.
-    await drt.db.write(lambda c: c.execute("UPDATE runs SET deadline = ? WHERE id = ?", (time.time() - 1, run.id)))
+    await sqlite_database(drt.store).write(
+        lambda c: c.execute("UPDATE runs SET deadline = ? WHERE id = ?", (time.time() - 1, run.id))
+    )
     run = await eventually(lambda: _terminal(drt, run.id), timeout=60)
     assert run.status == "timed_out" and run.error == "the run's deadline passed"
 
@@ -170,7 +173,7 @@ async def test_a_worker_that_stops_mid_step_hands_the_run_on_without_counting_a_
                     tg.start_soon(partial(run_worker, rt, stop, drain_s=0))
                     await eventually(partial(progressed_times, rt, run.id, stops))
                     stop.set()  # the step is still held at its gate: the worker stops it and lets go
-            await rt.db.write(lambda c: reap(c, rt.runs.scope))
+            await rt.runs.store.reap()
             assert (await rt.runs.get(run.id)).status == "queued"
         gate.unlink()
         async with anyio.create_task_group() as tg:

@@ -19,8 +19,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from runtime import Runtime
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import apply_migrations
+from runtime.store.sqlite.database import apply_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,9 @@ import pytest
 
 from runtime import InvalidInputError, NotFoundError, Runtime, Usage
 from runtime.errors import StoreError
-from runtime.store.schema import ALL_MIGRATIONS
-from runtime.store.sqlite import Migration, SQLiteDatabase, apply_migrations, pending_migrations
+from runtime.store.sqlite.backend import sqlite_database
+from runtime.store.sqlite.database import Migration, SQLiteDatabase, apply_migrations, pending_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -29,14 +30,14 @@ def user(text: str) -> dict[str, Any]:
 
 async def db_bytes(rt: Runtime) -> int:
     """The database's logical size (page_count * page_size), WAL content included."""
-    pages, size = await rt.db.read(
+    pages, size = await sqlite_database(rt.store).read(
         lambda c: (c.execute("PRAGMA page_count").fetchone()[0], c.execute("PRAGMA page_size").fetchone()[0])
     )
     return int(pages) * int(size)
 
 
 async def rows(rt: Runtime, table: str) -> int:
-    return int(await rt.db.read(lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
+    return int(await sqlite_database(rt.store).read(lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
 
 
 async def test_a_session_and_its_lineage_survive_closing_and_reopening(home: Path) -> None:
@@ -150,7 +151,7 @@ async def test_append_to_a_10000_chunk_session_writes_only_the_new_chunk(rt: Run
 async def test_a_write_that_loses_its_transaction_fails_alone_and_the_store_keeps_working(rt: Runtime) -> None:
     """A write whose transaction SQLite rolled back under it gets a StoreError; later writes commit."""
     with pytest.raises(StoreError, match="the write transaction failed"):
-        await rt.db.write(lambda conn: conn.execute("ROLLBACK"))
+        await sqlite_database(rt.store).write(lambda conn: conn.execute("ROLLBACK"))
     s = await rt.sessions.create([user("after")])
     assert (await rt.sessions.get(s.id)).chunks[0].content == "after"
 
@@ -236,7 +237,7 @@ async def test_a_cancelled_read_stops_waiting_and_its_connection_stays_usable(ho
 
 async def test_an_error_in_a_read_reaches_the_caller_and_reads_go_on(rt: Runtime) -> None:
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        await rt.db.read(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
+        await sqlite_database(rt.store).read(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
     assert await rows(rt, "sessions") == 0
 
 
@@ -265,12 +266,16 @@ async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_fi
             raise busy
         return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
-    assert await rt.db.lookup(read, small=lambda c: True) == 0
+    assert await sqlite_database(rt.store).lookup(read, small=lambda c: True) == 0
     assert threads[0] == threading.main_thread().name and threads[1].startswith("rath-sqlite-reader")
     with pytest.raises(sqlite3.OperationalError, match="no such table"):  # other errors are the caller's
-        await rt.db.lookup(lambda c: c.execute("SELECT * FROM no_such_table").fetchall(), small=lambda c: True)
+        await sqlite_database(rt.store).lookup(
+            lambda c: c.execute("SELECT * FROM no_such_table").fetchall(), small=lambda c: True
+        )
     s = await rt.sessions.create([user("x")])
-    count = await rt.db.lookup(lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0], small=lambda c: True)
+    count = await sqlite_database(rt.store).lookup(
+        lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0], small=lambda c: True
+    )
     assert count == 1
     assert (await rt.sessions.window(s.id, 0, 10))[1][0].content == "x"
 
@@ -278,7 +283,7 @@ async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_fi
 async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_on_a_reader(rt: Runtime) -> None:
     s = await rt.sessions.create([user(str(i)) for i in range(3)])
     threads: list[str] = []
-    real_lookup, real_read = rt.db.lookup, rt.db.read
+    real_lookup, real_read = sqlite_database(rt.store).lookup, sqlite_database(rt.store).read
 
     async def lookup(fn: Any, *, small: Any) -> Any:
         threads.append("lookup")
@@ -288,7 +293,7 @@ async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_
         threads.append("read")
         return await real_read(fn)
 
-    rt.db.lookup, rt.db.read = lookup, read  # type: ignore[method-assign]
+    sqlite_database(rt.store).lookup, sqlite_database(rt.store).read = lookup, read  # type: ignore[method-assign]
     assert len((await rt.sessions.window(s.id, 0, 100))[1]) == 3
     assert threads == ["lookup"]  # and lookup read it in place: no read() after it
     assert len((await rt.sessions.window(s.id, 0, 101))[1]) == 3
@@ -371,8 +376,10 @@ async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write
 
 async def test_a_lookup_connection_left_inside_a_read_recovers(rt: Runtime) -> None:
     s = await rt.sessions.create([user("x")])
-    assert rt.db._here is not None
-    rt.db._here.execute("BEGIN")  # as if an interrupt had landed between a lookup's read and its ROLLBACK
+    assert sqlite_database(rt.store)._here is not None
+    sqlite_database(rt.store)._here.execute(
+        "BEGIN"
+    )  # as if an interrupt had landed between a lookup's read and its ROLLBACK
     assert (await rt.sessions.info(s.id)).length == 1
 
 

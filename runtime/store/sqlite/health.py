@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from runtime.errors import StoreError
 
 if TYPE_CHECKING:
-    from runtime.store.sqlite import Migration
+    from runtime.store.sqlite.database import Migration
 
 RESTORE_HINT = (
     "stop every server and worker on it, then restore a backup (README: 'Back up and restore') "
@@ -73,7 +73,9 @@ def store_error(path: Path, exc: BaseException) -> StoreError | None:
 
 def _is_ours(table: str) -> bool:
     """Whether the migrations create ``table`` (so its absence is a damaged store, not a typo in a query)."""
-    from runtime.store.schema import ALL_MIGRATIONS  # imported here: the layers' schemas import this package
+    from runtime.store.sqlite.migrations import (
+        ALL_MIGRATIONS,  # imported here: the schema modules import database.py, which imports this one
+    )
 
     return ("table", table.removeprefix("main.")) in _reference_schema(tuple(ALL_MIGRATIONS))
 
@@ -132,7 +134,7 @@ def missing_schema(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
 @functools.lru_cache(maxsize=8)
 def _reference_schema(migrations: tuple[Migration, ...]) -> frozenset[tuple[str, str]]:
     """(type, name) of what these migrations create, from running them on an empty in-memory database."""
-    from runtime.store.sqlite import apply_migrations  # imported here: sqlite.py imports this module
+    from runtime.store.sqlite.database import apply_migrations  # imported here: database.py imports this module
 
     reference = sqlite3.connect(":memory:", isolation_level=None)
     try:

@@ -31,7 +31,7 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.ids import now
-from runtime.store import health
+from runtime.store.sqlite import health
 
 T = TypeVar("T")
 

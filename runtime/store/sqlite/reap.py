@@ -7,18 +7,16 @@ settled by its class: idempotent ones go back to ``prepared`` (running them agai
 non-idempotent one becomes ``ambiguous`` and its run ``needs_review`` until a human says whether
 it was applied (``RunService.resolve_effect``). A step whose worker vanishes ``MAX_LOST_LEASES``
 times in a row fails its run, so a step that kills its process cannot take down worker after worker
-(a lease its worker gave up on shutdown, ``store.RELEASED``, is handed on without counting).
+(a lease its worker gave up on shutdown, ``durable.RELEASED``, is handed on without counting).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import RELEASED, EventSpec, Scope, end_unheld, plain_update
+from runtime.durable.store import MAX_LOST_LEASES, EventSpec
 from runtime.ids import now
-
-MAX_LOST_LEASES = 3
-"""A step visit whose worker vanished this many times fails the run instead of killing worker after worker."""
+from runtime.store.sqlite.durable import RELEASED, Scope, end_unheld, plain_update
 
 
 def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:

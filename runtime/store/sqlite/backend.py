@@ -1,0 +1,83 @@
+"""The SQLite backend as ``runtime.store`` opens it: one database file, and the three layers' stores on it.
+
+The embedded default migrates itself on open (CONTRACT §3); ``pending``/``migrate`` serve
+``rath-mcp migrate``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from runtime.errors import StoreError
+from runtime.store.sqlite import health
+from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
+from runtime.store.sqlite.memory import SQLiteMemoryStore
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
+from runtime.store.sqlite.runs import SQLiteRunStore
+from runtime.store.sqlite.sessions import SQLiteSessionStore
+from runtime.store.url import StoreURL
+
+if TYPE_CHECKING:
+    from runtime.backend import StoreBackend
+
+
+class SQLiteBackend:
+    """An open SQLite database and the stores of any tenant/project on it."""
+
+    def __init__(self, url: StoreURL, db: SQLiteDatabase) -> None:
+        self.url = url
+        self.db = db
+
+    def sessions(self, tenant: str, project: str) -> SQLiteSessionStore:
+        return SQLiteSessionStore(self.db, tenant, project)
+
+    def runs(self, tenant: str, project: str) -> SQLiteRunStore:
+        return SQLiteRunStore(self.db, tenant, project)
+
+    def memory(self, tenant: str, project: str) -> SQLiteMemoryStore:
+        return SQLiteMemoryStore(self.db, tenant, project)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+
+def sqlite_database(backend: object) -> SQLiteDatabase:
+    """The database under an open SQLite backend (for tests and benchmarks that read its files and SQL)."""
+    if not isinstance(backend, SQLiteBackend):
+        raise StoreError(f"{getattr(backend, 'url', backend)} is not a SQLite store")
+    return backend.db
+
+
+def _path(url: StoreURL) -> SQLiteDatabase:
+    if url.path is None:
+        raise StoreError(f"{url} does not name a SQLite file")
+    return SQLiteDatabase(url.path)
+
+
+async def open(url: StoreURL, *, synchronous: str = "FULL") -> SQLiteBackend:
+    db = _path(url)
+    db.synchronous = synchronous
+    await db.open(ALL_MIGRATIONS)
+    return SQLiteBackend(url, db)
+
+
+async def pending(url: StoreURL) -> list[str]:
+    path = _path(url).path
+    with health.translated(path):  # a damaged or foreign file: one line saying what to do
+        return await anyio.to_thread.run_sync(pending_migrations, path, ALL_MIGRATIONS)
+
+
+async def migrate(url: StoreURL) -> list[str]:
+    names = await pending(url)
+    db = _path(url)
+    await db.open(ALL_MIGRATIONS)
+    await db.close()
+    return names
+
+
+if TYPE_CHECKING:  # mypy holds the backend to the protocol the runtime types it by
+
+    def _conforms(backend: SQLiteBackend) -> StoreBackend:
+        return backend

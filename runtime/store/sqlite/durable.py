@@ -1,0 +1,204 @@
+"""SQL of the durable layer on SQLite: the pieces ``SQLiteRunStore`` (``runs.py``) composes, each run on a
+connection inside ``db.write``/``db.read``.
+
+Every change a worker makes goes through ``guarded_update``: one UPDATE of the run row that checks
+the fencing token and that the run is still ``running``, and allocates the sequence numbers of
+the events it appends. If the token is stale the UPDATE matches nothing and ``LeaseLostError``
+rolls the whole unit back: a worker that lost its lease can never commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.durable.store import EventSpec, RunChange, check_change, dumps, no_run
+from runtime.errors import LeaseLostError, NotFoundError
+from runtime.ids import new_id, now
+
+
+@dataclass(frozen=True)
+class Scope:
+    tenant: str
+    project: str
+
+
+def append_events(conn: sqlite3.Connection, run_id: str, last_seq: int, events: Sequence[EventSpec], at: float) -> None:
+    """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row)."""
+    first = last_seq - len(events) + 1
+    conn.executemany(
+        "INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+        [(run_id, first + i, kind, dumps(data), at) for i, (kind, data) in enumerate(events)],
+    )
+
+
+def guarded_update(
+    conn: sqlite3.Connection,
+    run_id: str,
+    token: int,
+    sets: RunChange,
+    events: Sequence[EventSpec] = (),
+    *,
+    checkpoint: tuple[Any, str | None, list[str]] | None = None,
+    at: float | None = None,
+) -> int:
+    """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
+
+    ``at``: the commit's timestamp, when the caller derived other values from it (default: now)."""
+    check_change(sets)
+    at = now() if at is None else at
+    n = len(events)
+    cols = "".join(f", {col} = ?" for col in sets)
+    row = conn.execute(
+        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
+        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq",
+        (n, at, *sets.values(), run_id, token),
+    ).fetchone()
+    if row is None:
+        raise LeaseLostError(run_id, token)
+    last_seq = int(row[0])
+    if n:
+        append_events(conn, run_id, last_seq, events, at)
+    if checkpoint is not None:
+        state_json, next_step, pending = checkpoint
+        kinds = [kind for kind, _ in events]
+        seq = last_seq - n + 1 + kinds.index("checkpoint.created") if "checkpoint.created" in kinds else last_seq
+        conn.execute(
+            "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, seq, state_json, next_step, dumps(pending), at),
+        )
+    return last_seq
+
+
+def plain_update(conn: sqlite3.Connection, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> int:
+    """Update a run nobody holds (service-side changes: cancel, decisions, reconciliation)."""
+    check_change(sets)
+    at = now()
+    cols = "".join(f", {col} = ?" for col in sets)
+    row = conn.execute(
+        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ? RETURNING last_seq",
+        (len(events), at, *sets.values(), run_id),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no run {run_id}")
+    append_events(conn, run_id, int(row[0]), events, at)
+    return int(row[0])
+
+
+def run_row(conn: sqlite3.Connection, scope: Scope, run_id: str) -> sqlite3.Row:
+    row = conn.execute(
+        "SELECT * FROM runs WHERE id = ? AND tenant = ? AND project = ?", (run_id, scope.tenant, scope.project)
+    ).fetchone()
+    if row is None:
+        raise no_run(run_id, scope.tenant, scope.project)
+    return row  # type: ignore[no-any-return]
+
+
+def insert_run(conn: sqlite3.Connection, scope: Scope, fields: dict[str, Any], events: Sequence[EventSpec]) -> str:
+    at = now()
+    run_id = new_id("run")
+    row = {
+        "id": run_id,
+        "tenant": scope.tenant,
+        "project": scope.project,
+        "status": "queued",
+        "next_at": at,
+        "created_at": at,
+        "updated_at": at,
+        "last_seq": len(events),
+        **fields,
+    }
+    conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values()))
+    append_events(conn, run_id, len(events), events, at)
+    return run_id
+
+
+def claim(
+    conn: sqlite3.Connection, scope: Scope, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
+) -> list[sqlite3.Row]:
+    """Take up to ``limit`` ready runs: each gets a new, higher fencing token and a lease."""
+    if limit <= 0 or not workflows:
+        return []
+    at = now()
+    marks = ", ".join("?" for _ in workflows)
+    rows = conn.execute(
+        "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
+        "updated_at = ?, last_seq = last_seq + 2 WHERE id IN (SELECT id FROM runs WHERE status = 'queued' "
+        f"AND next_at <= ? AND tenant = ? AND project = ? AND workflow IN ({marks}) ORDER BY next_at LIMIT ?) "
+        "RETURNING *",
+        (owner, at + lease_s, at, at, scope.tenant, scope.project, *workflows, limit),
+    ).fetchall()
+    for row in rows:
+        events: list[EventSpec] = [
+            ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),
+            ("step.started", {"step": row["step"], "visit": row["visit"], "attempt": row["attempt"]}),
+        ]
+        append_events(conn, row["id"], row["last_seq"], events, at)
+    return rows
+
+
+def renew(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
+    """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
+    expires = now() + lease_s
+    held: dict[str, str] = {}
+    for run_id, token in leases:
+        row = conn.execute(
+            "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running' "
+            "RETURNING cancel_requested, cancel_reason",
+            (expires, run_id, token),
+        ).fetchone()
+        if row is not None:
+            held[run_id] = (row[1] or "cancelled") if row[0] else ""
+    return held
+
+
+RELEASED = 0.0
+"""``lease_expires`` of a lease its worker gave up on shutdown: the reaper hands the run on at once and,
+since no worker was lost, does not count it towards ``MAX_LOST_LEASES``."""
+
+
+def release(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]]) -> None:
+    """Give up held leases (worker shutdown) so that any worker can recover their runs at once."""
+    conn.executemany(
+        "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'",
+        [(RELEASED, run_id, token) for run_id, token in leases],
+    )
+
+
+def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
+    """Cheap read: is there anything for ``reap`` to do?"""
+    at = now()
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? "
+        "AND project = ?) OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? "
+        "AND tenant = ? AND project = ?) OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND tenant = ? "
+        "AND project = ? AND status IN ('queued', 'waiting', 'needs_review'))",
+        (at, scope.tenant, scope.project) * 3,
+    ).fetchone()
+    return bool(row[0])
+
+
+def has_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
+    """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
+    if not workflows:
+        return None
+    marks = ", ".join("?" for _ in workflows)
+    row = conn.execute(
+        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = ? AND project = ? "
+        f"AND workflow IN ({marks})",
+        (scope.tenant, scope.project, *workflows),
+    ).fetchone()
+    return None if row[0] is None else float(row[0])
+
+
+def end_unheld(conn: sqlite3.Connection, run_id: str, status: str, reason: str | None, sets: dict[str, Any]) -> None:
+    """End a run no worker holds (queued, waiting or needing review): expire its pending interrupts, set ``status``."""
+    expired = conn.execute(
+        "UPDATE run_interrupts SET status = 'expired' WHERE run_id = ? AND status = 'pending' RETURNING id", (run_id,)
+    ).fetchall()
+    events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": r[0]}) for r in expired]
+    events.append(("run.state.changed", {"status": status, "reason": reason}))
+    plain_update(conn, run_id, {"status": status, **sets}, events)

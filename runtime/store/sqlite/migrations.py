@@ -1,0 +1,13 @@
+"""Every migration of the SQLite backend, in the order they apply.
+
+The backend owns its schema: each layer's tables are in ``runtime/store/sqlite/schema/<layer>.py``
+and this module fixes the order. Names are never reused or reordered once released: add new
+migrations at the end of a layer's list.
+"""
+
+from runtime.store.sqlite.database import Migration
+from runtime.store.sqlite.schema.durable import MIGRATIONS as DURABLE
+from runtime.store.sqlite.schema.memory import MIGRATIONS as MEMORY
+from runtime.store.sqlite.schema.sessions import MIGRATIONS as SESSIONS
+
+ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY]

@@ -1,0 +1,290 @@
+"""``SQLiteRunStore``: the durable layer's ``RunStore`` protocol on the embedded SQLite database.
+
+Each method is one ``db.write`` (a SAVEPOINT within a group-committed transaction) or one
+``db.read`` (a snapshot on a reader thread); the SQL itself is in ``durable.py``, ``reap.py`` and
+``decisions.py`` beside this module.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from anyio.abc import TaskStatus
+
+from runtime.durable.decisions import checkpoint_dict
+from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
+from runtime.durable.store import (
+    CheckInterrupt,
+    Claim,
+    EffectRecord,
+    EventSpec,
+    NewInterrupt,
+    NewRun,
+    RunChange,
+    StepCheckpoint,
+    dumps,
+    idempotency_conflict,
+)
+from runtime.flow.workflow import Decision
+from runtime.ids import now
+from runtime.store.sqlite import decisions, durable, reap
+from runtime.store.sqlite.database import SQLiteDatabase, search_ids
+from runtime.store.sqlite.durable import Scope
+
+
+def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list[Run]:
+    """Runs from their rows, each with its pending interrupts (oldest first), in one query for all."""
+    ids = [row["id"] for row in rows]
+    pending: dict[str, list[Interrupt]] = {run_id: [] for run_id in ids}
+    marks = ", ".join("?" for _ in ids)
+    sql = f"SELECT * FROM run_interrupts WHERE status = 'pending' AND run_id IN ({marks}) ORDER BY created_at"
+    for r in conn.execute(sql, ids) if ids else ():
+        pending[r["run_id"]].append(Interrupt.from_row(r))
+    return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
+
+
+def _claim(row: sqlite3.Row) -> Claim:
+    return Claim(
+        id=row["id"],
+        workflow=row["workflow"],
+        plan_hash=row["plan_hash"],
+        token=row["lease_token"],
+        state_json=row["state"],
+        step=row["step"],
+        visit=row["visit"],
+        attempt=row["attempt"],
+        session_id=row["session_id"],
+        input_json=row["input"],
+        deadline=row["deadline"],
+        lease_expires=row["lease_expires"],
+    )
+
+
+class SQLiteRunStore:
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in SQLite."""
+
+    def __init__(self, db: SQLiteDatabase, tenant: str, project: str) -> None:
+        self.db = db
+        self.scope = Scope(tenant, project)
+
+    # -- starting and reading ---------------------------------------------------------------
+    async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
+        scope = self.scope
+        fields = {
+            "workflow": new.workflow,
+            "plan_hash": new.plan_hash,
+            "session_id": new.session_id,
+            "input": new.input_json,
+            "state": new.input_json,
+            "step": new.step,
+            "idempotency_key": new.idempotency_key,
+            "request_hash": new.request_hash,
+            "deadline": new.deadline,
+        }
+
+        def write(conn: sqlite3.Connection) -> str:
+            if new.idempotency_key is not None:
+                old = conn.execute(
+                    "SELECT id, request_hash FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?",
+                    (scope.tenant, scope.project, new.idempotency_key),
+                ).fetchone()
+                if old is not None:
+                    if old["request_hash"] != new.request_hash:
+                        raise idempotency_conflict(new.idempotency_key, old["id"])
+                    return str(old["id"])
+            return durable.insert_run(conn, scope, fields, events)
+
+        return await self.db.write(write)
+
+    async def get(self, run_id: str) -> Run:
+        return await self.db.read(lambda conn: _with_pending(conn, [durable.run_row(conn, self.scope, run_id)])[0])
+
+    async def by_idempotency_key(self, key: str) -> str | None:
+        sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?"
+        args = (self.scope.tenant, self.scope.project, key)
+        row = await self.db.read(lambda conn: conn.execute(sql, args).fetchone())
+        return None if row is None else str(row["id"])
+
+    async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
+        sql = "SELECT * FROM runs WHERE tenant = ? AND project = ?"
+        args: list[Any] = [self.scope.tenant, self.scope.project]
+        for col, value in (("status", status), ("workflow", workflow)):
+            if value is not None:
+                sql, args = sql + f" AND {col} = ?", [*args, value]
+        if before is not None:
+            sql, args = sql + " AND id < ?", [*args, before]
+        sql += " ORDER BY id DESC LIMIT ?"
+        return await self.db.read(lambda conn: _with_pending(conn, conn.execute(sql, (*args, limit)).fetchall()))
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        return await search_ids(self.db, "runs", self.scope.tenant, self.scope.project, prefix, limit)
+
+    async def events(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        def read(conn: sqlite3.Connection) -> list[Event]:
+            durable.run_row(conn, self.scope, run_id)
+            rows = conn.execute(
+                "SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
+            )
+            return [Event.from_row(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            durable.run_row(conn, self.scope, run_id)
+            rows = conn.execute("SELECT * FROM run_checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))
+            return [checkpoint_dict(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def interrupts(self, run_id: str | None) -> list[Interrupt]:
+        sql = "SELECT * FROM run_interrupts WHERE status = 'pending' AND tenant = ? AND project = ?"
+        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
+        if run_id is not None:
+            sql, args = sql + " AND run_id = ?", (*args, run_id)
+
+        def read(conn: sqlite3.Connection) -> list[Interrupt]:
+            if run_id is not None:
+                durable.run_row(conn, self.scope, run_id)
+            return [Interrupt.from_row(r) for r in conn.execute(sql + " ORDER BY created_at", args)]
+
+        return await self.db.read(read)
+
+    async def effects(self, status: str | None, run_id: str | None) -> list[Effect]:
+        sql = "SELECT * FROM run_effects WHERE tenant = ? AND project = ?"
+        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
+        if status is not None:
+            sql, args = sql + " AND status = ?", (*args, status)
+        if run_id is not None:
+            sql, args = sql + " AND run_id = ?", (*args, run_id)
+        return await self.db.read(lambda c: [Effect.from_row(r) for r in c.execute(sql + " ORDER BY created_at", args)])
+
+    # -- steering ---------------------------------------------------------------------------
+    async def cancel(self, run_id: str, reason: str | None) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            row = durable.run_row(conn, self.scope, run_id)
+            if row["status"] in TERMINAL:
+                return
+            if row["status"] == "running":
+                events: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
+                durable.plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
+                return
+            sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
+            durable.end_unheld(conn, run_id, "cancelled", reason, sets)
+
+        await self.db.write(write)
+
+    async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
+        return await self.db.write(lambda c: decisions.decide(c, self.scope, interrupt_id, decision, check))
+
+    async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
+        return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
+
+    # -- other processes --------------------------------------------------------------------
+    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+        """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
+        task_status.started(False)
+
+    # -- workers ----------------------------------------------------------------------------
+    async def next_ready(self, workflows: Sequence[str]) -> float | None:
+        return await self.db.read(partial(durable.has_ready, scope=self.scope, workflows=workflows))
+
+    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
+        rows = await self.db.write(lambda c: durable.claim(c, self.scope, owner, lease_s, limit, workflows))
+        return [_claim(row) for row in rows]
+
+    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
+        return await self.db.write(partial(durable.renew, leases=leases, lease_s=lease_s))
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
+        ids = list(run_ids)
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        sql = f"SELECT id, cancel_reason FROM runs WHERE cancel_requested = 1 AND id IN ({marks})"
+        return await self.db.read(lambda c: {row["id"]: row["cancel_reason"] for row in c.execute(sql, ids)})
+
+    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
+        await self.db.write(partial(durable.release, leases=leases))
+
+    async def needs_reaping(self) -> bool:
+        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
+
+    async def reap(self) -> list[str]:
+        return await self.db.write(lambda c: reap.reap(c, self.scope))
+
+    # -- under a lease ----------------------------------------------------------------------
+    async def commit(
+        self,
+        run_id: str,
+        token: int,
+        change: RunChange,
+        events: Sequence[EventSpec],
+        *,
+        settle: bool = False,
+        tail: Sequence[EventSpec] = (),
+        checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
+    ) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            todo = list(events)
+            if settle:
+                reap.settle_in_flight(conn, run_id, todo)
+            todo += tail
+            at = now()
+            row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
+            durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
+
+        await self.db.write(write)
+
+    async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
+        sql = "SELECT * FROM run_effects WHERE run_id = ? AND visit = ?"
+        return await self.db.read(lambda c: [Effect.from_row(r) for r in c.execute(sql, (run_id, visit))])
+
+    async def record_effect(self, run_id: str, token: int, record: EffectRecord) -> Effect:
+        scope = self.scope
+
+        def write(conn: sqlite3.Connection) -> Effect:
+            event = (f"effect.{record.status}", {"effect_id": record.id, "key": record.key})
+            durable.guarded_update(conn, run_id, token, {}, [event])
+            at = now()
+            conn.execute(
+                "INSERT INTO run_effects (id, run_id, tenant, project, step, visit, key, effect_class, status, "
+                "result, error, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, "
+                "error = excluded.error, effect_class = excluded.effect_class, updated_at = excluded.updated_at",
+                (record.id, run_id, scope.tenant, scope.project, record.step, record.visit, record.key,
+                 record.effect_class, record.status, record.result_json, record.error, at, at),
+            )  # fmt: skip
+            return Effect.from_row(conn.execute("SELECT * FROM run_effects WHERE id = ?", (record.id,)).fetchone())
+
+        return await self.db.write(write)
+
+    async def visit_interrupts(self, run_id: str, visit: int) -> dict[int, Interrupt]:
+        sql = "SELECT * FROM run_interrupts WHERE run_id = ? AND visit = ?"
+        return await self.db.read(
+            lambda c: {r["ordinal"]: Interrupt.from_row(r) for r in c.execute(sql, (run_id, visit))}
+        )
+
+    async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
+        scope, i = self.scope, interrupt
+
+        def write(conn: sqlite3.Connection) -> None:
+            events: list[EventSpec] = [
+                ("interrupt.created", {"interrupt_id": i.id, "kind": i.kind, "step": i.step}),
+                ("checkpoint.created", {"step": i.step, "pending": [i.id]}),
+                ("run.state.changed", {"status": "waiting", "interrupt_id": i.id}),
+            ]
+            sets = {"status": "waiting", "lease_owner": None, "lease_expires": None}
+            durable.guarded_update(conn, run_id, token, sets, events, checkpoint=(state_json, i.step, [i.id]))
+            conn.execute(
+                "INSERT INTO run_interrupts (id, run_id, tenant, project, step, visit, ordinal, kind, prompt, schema, "
+                "status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                (i.id, run_id, scope.tenant, scope.project, i.step, i.visit, i.ordinal, i.kind, i.prompt,
+                 dumps(i.schema) if i.schema is not None else None, i.expires_at, now()),
+            )  # fmt: skip
+
+        await self.db.write(write)

@@ -1,0 +1,413 @@
+"""``SQLiteSessionStore``: the ``SessionStore`` protocol on the embedded SQLite database.
+
+The store knows rows and segments; the semantics of fork, merge and lineage live in
+``runtime.sessions.service`` so that every store implementation shares them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from runtime.errors import ConflictError, NotFoundError
+from runtime.ids import new_id, now
+from runtime.sessions.lineage import Graph, walk
+from runtime.sessions.model import Chunk, LineageEdge, LineageNode, Placement, SessionInfo, Usage
+from runtime.sessions.store import BuildOn, NewSession, StoredChunk, Stub
+from runtime.store.sqlite.database import SQLiteDatabase, search_ids
+
+#: What is read in place on the event loop (``SQLiteDatabase.lookup``): a page of at most 100 chunks of a
+#: session of at most 256k characters in at most 16 segments. Measured hot, a page costs about 5 us a chunk
+#: plus 1 us per 1,000 characters, and a segment 3 us: half a millisecond of loop time at most (the MCP
+#: default page is 50 chunks). Anything larger uses a reader thread. The size is the session row's
+#: ``chars``, kept at every write, so checking it reads no chunk.
+POINT_READ_CHUNKS = 100
+POINT_READ_CHARS = 256_000
+POINT_READ_SEGMENTS = 16
+
+
+def _chars(chunk: Chunk) -> int:
+    calls = chunk.tool_calls or ()
+    return len(chunk.content) + sum(len(c.function.name) + len(c.function.arguments) for c in calls)
+
+
+_INFO_COLUMNS = (
+    "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
+    " (SELECT json_group_array(parent_id) FROM (SELECT parent_id FROM session_parents p"
+    "  WHERE p.child_id = s.id ORDER BY ord)) AS parents"
+)
+_SELECT_INFO = f"SELECT {_INFO_COLUMNS} FROM sessions s"
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    return SessionInfo(
+        id=row["id"],
+        parents=tuple(json.loads(row["parents"])),
+        op=row["op"],
+        length=row["length"],
+        placement=Placement.model_validate_json(row["placement"]),
+        usage=Usage.model_validate_json(row["usage"]),
+        metadata=json.loads(row["metadata"]),
+        created_at=row["created_at"],
+        tenant=row["tenant"],
+        project=row["project"],
+    )
+
+
+#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
+_CHUNK_LIST = TypeAdapter(list[Chunk])
+
+
+def _stored_chunks(rows: list[tuple[Any, ...]]) -> list[StoredChunk]:
+    fields = [
+        {
+            "kind": kind,
+            "content": content,
+            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
+            "tool_call_id": tool_call_id,
+            "name": name,
+        }
+        for _, kind, content, tool_calls, tool_call_id, name in rows
+    ]
+    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
+
+
+class SQLiteSessionStore:
+    """Sessions, segments of chunks and lineage edges in the embedded SQLite database."""
+
+    def __init__(self, db: SQLiteDatabase, tenant: str, project: str) -> None:
+        self.db = db
+        self.tenant = tenant
+        self.project = project
+
+    # -- writes ---------------------------------------------------------------------------
+    async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]:
+        """Write lineage stubs, then sessions, in one transaction (all or none) and return the sessions."""
+
+        def write(conn: sqlite3.Connection) -> list[SessionInfo]:
+            self._insert_stubs(conn, stubs)
+            return [self._insert_one(conn, s) for s in sessions]
+
+        return await self.db.write(write)
+
+    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]:
+        """Read ``base_id`` and write what ``build`` makes of it in one transaction (one thread hop).
+
+        ``build`` runs on the writer's thread, so it must be quick and pure; if it raises, nothing is written.
+        """
+
+        def write(conn: sqlite3.Connection) -> list[SessionInfo]:
+            return [self._insert_one(conn, s) for s in build(self._info_in(conn, base_id))]
+
+        return await self.db.write(write)
+
+    def _insert_one(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
+        segment_id, length, chars = None, 0, 0
+        if new.base_of is not None:
+            row = self._row(conn, new.base_of, "segment_id, length, chars")
+            segment_id, length, chars = row["segment_id"], row["length"], row["chars"]
+        if chars is not None:  # unknown for sessions written before 0003: it stays unknown
+            chars += sum(_chars(sc.chunk) for sc in new.chunks)
+        if new.chunks:
+            segment_id, length = self._extend(conn, segment_id, length, new.chunks)
+        session_id = new.id or new_id("ses")
+        if new.id is not None:
+            self._claim_id(conn, new.id)
+        created_at = new.created_at if new.created_at is not None else now()
+        conn.execute(
+            "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
+            " created_at, own_usage, chars) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                session_id,
+                self.tenant,
+                self.project,
+                new.op,
+                segment_id,
+                length,
+                new.placement.model_dump_json(),
+                new.usage.model_dump_json(),
+                json.dumps(new.metadata, sort_keys=True),
+                created_at,
+                (new.own_usage if new.own_usage is not None else new.usage).model_dump_json(),
+                chars,
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)",
+            [(session_id, i, p) for i, p in enumerate(new.parents)],
+        )
+        return SessionInfo(
+            id=session_id,
+            parents=new.parents,
+            op=new.op,
+            length=length,
+            placement=new.placement,
+            usage=new.usage,
+            metadata=new.metadata,
+            created_at=created_at,
+            tenant=self.tenant,
+            project=self.project,
+        )
+
+    def _extend(
+        self, conn: sqlite3.Connection, segment_id: str | None, length: int, chunks: tuple[StoredChunk, ...]
+    ) -> tuple[str, int]:
+        """Add chunks after ``(segment_id, length)``: in place at a segment's tip, else in a new segment."""
+        at_tip = False
+        if segment_id is not None:
+            tip = conn.execute("SELECT tip FROM segments WHERE id = ?", (segment_id,)).fetchone()[0]
+            at_tip = tip == length
+        end = length + len(chunks)
+        if at_tip:
+            assert segment_id is not None
+            conn.execute("UPDATE segments SET tip = ? WHERE id = ?", (end, segment_id))
+            target = segment_id
+        else:
+            target = new_id("seg")
+            conn.execute(
+                "INSERT INTO segments (id, tenant, project, parent_id, parent_length, tip) VALUES (?,?,?,?,?,?)",
+                (target, self.tenant, self.project, segment_id, length, end),
+            )
+        conn.executemany(
+            "INSERT INTO chunks (segment_id, idx, tenant, project, uid, kind, content, tool_calls,"
+            " tool_call_id, name) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    target,
+                    length + i,
+                    self.tenant,
+                    self.project,
+                    sc.uid,
+                    sc.chunk.kind,
+                    sc.chunk.content,
+                    json.dumps([tc.model_dump(mode="json") for tc in sc.chunk.tool_calls])
+                    if sc.chunk.tool_calls is not None
+                    else None,
+                    sc.chunk.tool_call_id,
+                    sc.chunk.name,
+                )
+                for i, sc in enumerate(chunks)
+            ],
+        )
+        return target, end
+
+    def _claim_id(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Make room for a session written under a given id (an import).
+
+        A stub of it in this scope (known so far only from lineage) is replaced; an id used by
+        any other record of this home is a conflict, since ids are unique per home.
+        """
+        row = conn.execute("SELECT tenant, project, stub FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            return
+        if row["stub"] and (row["tenant"], row["project"]) == (self.tenant, self.project):
+            conn.execute("DELETE FROM session_parents WHERE child_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return
+        raise ConflictError(
+            f"session id {session_id} is already used in this home (in this or another tenant/project); "
+            "import it into another home"
+        )
+
+    def _insert_stubs(self, conn: sqlite3.Connection, nodes: Sequence[Stub]) -> None:
+        """Record lineage-only nodes: ancestors of an imported session that live in another store."""
+        for node, parents in nodes:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (node.id,)).fetchone():
+                continue  # known already (as a session or a stub): keep what is there
+            conn.execute(
+                "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage,"
+                " metadata, created_at, stub) VALUES (?,?,?,?,NULL,?,?,?,?,?,1)",
+                (node.id, self.tenant, self.project, node.op, node.length, "{}", "{}", "{}", node.created_at),
+            )
+            conn.executemany(
+                "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)",
+                [(node.id, i, p) for i, p in enumerate(parents)],
+            )
+
+    # -- reads ----------------------------------------------------------------------------
+    def _row(self, conn: sqlite3.Connection, session_id: str, columns: str) -> sqlite3.Row:
+        row: sqlite3.Row | None = conn.execute(
+            f"SELECT {columns} FROM sessions s WHERE s.id = ? AND s.tenant = ? AND s.project = ? AND s.stub = 0",
+            (session_id, self.tenant, self.project),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(
+                f"no session {session_id!r} in {self.tenant}/{self.project}; "
+                "list sessions with session_list (or `rath-mcp sessions list`) to find a valid id"
+            )
+        return row
+
+    def _info_in(self, conn: sqlite3.Connection, session_id: str) -> SessionInfo:
+        return _info(self._row(conn, session_id, _INFO_COLUMNS))
+
+    async def info(self, session_id: str) -> SessionInfo:
+        return await self.db.lookup(lambda conn: self._info_in(conn, session_id), small=lambda conn: True)
+
+    async def snapshot(
+        self, session_id: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[SessionInfo, list[StoredChunk]]:
+        """A session's fields and a page of its chunks from one consistent read: in place when it is
+        small (a page of at most ``POINT_READ_CHUNKS`` chunks, of a session of at most ``POINT_READ_CHARS``
+        characters in at most ``POINT_READ_SEGMENTS`` segments), else on a reader thread."""
+
+        def read(conn: sqlite3.Connection) -> tuple[SessionInfo, list[StoredChunk]]:
+            return self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit)
+
+        def small(conn: sqlite3.Connection) -> bool:
+            """Known small from the session's row: its whole text, and its chain of segments (walked at most so far)."""
+            row = self._row(conn, session_id, "segment_id, chars")
+            if row["chars"] is None or row["chars"] > POINT_READ_CHARS:
+                return False
+            segment = row["segment_id"]
+            for _ in range(POINT_READ_SEGMENTS):
+                if segment is None:
+                    return True
+                segment = conn.execute("SELECT parent_id FROM segments WHERE id = ?", (segment,)).fetchone()[0]
+            return segment is None
+
+        if limit is None or limit > POINT_READ_CHUNKS:
+            return await self.db.read(read)
+        return await self.db.lookup(read, small=small)
+
+    async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
+        return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
+
+    def _chunks(self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None) -> list[StoredChunk]:
+        rows: list[tuple[Any, ...]] = []
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples: a named Row per chunk costs more than the query
+        for segment, lo, hi in self._ranges(conn, session_id, offset, limit):
+            rows += cursor.execute(
+                "SELECT uid, kind, content, tool_calls, tool_call_id, name FROM chunks"
+                " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+                (segment, lo, hi),
+            )
+        return _stored_chunks(rows)
+
+    async def uids(self, session_id: str) -> list[str]:
+        """The identities of a session's chunks, in order (what merge compares; no content read)."""
+
+        def read(conn: sqlite3.Connection) -> list[str]:
+            out: list[str] = []
+            for segment, lo, hi in self._ranges(conn, session_id, 0, None):
+                rows = conn.execute(
+                    "SELECT uid FROM chunks WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+                    (segment, lo, hi),
+                )
+                out.extend(r[0] for r in rows)
+            return out
+
+        return await self.db.read(read)
+
+    def _ranges(
+        self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None
+    ) -> list[tuple[str, int, int]]:
+        """``(segment, lo, hi)`` index ranges holding chunks ``[offset, offset+limit)`` of a session, in order."""
+        row = self._row(conn, session_id, "segment_id, length")
+        start_at, stop_at = offset, row["length"] if limit is None else min(row["length"], offset + limit)
+        chain: list[tuple[str, int, int]] = []
+        segment, end = row["segment_id"], row["length"]
+        while segment is not None:
+            seg = conn.execute("SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)).fetchone()
+            begin = seg["parent_length"] if seg["parent_id"] is not None else 0
+            chain.append((segment, begin, end))
+            segment, end = seg["parent_id"], seg["parent_length"]
+        ranges = [(seg_id, max(b, start_at), min(e, stop_at)) for seg_id, b, e in reversed(chain)]
+        return [r for r in ranges if r[1] < r[2]]
+
+    async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
+        def read(conn: sqlite3.Connection) -> list[SessionInfo]:
+            rows = conn.execute(
+                _SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
+                " ORDER BY s.id DESC LIMIT ?",
+                (self.tenant, self.project, after or "~", limit),
+            )
+            return [_info(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        """Ids of sessions starting with ``prefix``, newest first."""
+        return await search_ids(self.db, "sessions", self.tenant, self.project, prefix, limit, also=" AND stub = 0")
+
+    async def lineage(
+        self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int
+    ) -> tuple[list[LineageNode], list[LineageEdge], bool]:
+        """Nodes and edges within ``depth`` steps of a session (at most ``max_nodes``), and whether
+        the walk was cut short; towards ancestors and/or descendants."""
+
+        def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge], bool]:
+            self._row(conn, session_id, "id")
+            scope = (self.tenant, self.project)
+            return _walk(conn, scope, session_id, depth, up=up, down=down, max_nodes=max_nodes)
+
+        return await self.db.read(read)
+
+    async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]:
+        """Every session in the history of ``session_ids`` (them included), each once: its own usage.
+
+        Lineage stubs count with zero; the walk follows only parent edges of sessions in this
+        tenant/project, so another scope's lineage is never read.
+        """
+
+        def read(conn: sqlite3.Connection) -> dict[str, Usage]:
+            rows = conn.execute(
+                "WITH RECURSIVE up(id) AS (SELECT value FROM json_each(?) UNION SELECT p.parent_id"
+                "  FROM session_parents p JOIN up ON p.child_id = up.id JOIN sessions c ON c.id = p.child_id"
+                "  WHERE c.tenant = ? AND c.project = ?)"
+                " SELECT s.id, s.own_usage FROM up JOIN sessions s ON s.id = up.id"
+                " WHERE s.tenant = ? AND s.project = ?",
+                (json.dumps(list(session_ids)), self.tenant, self.project, self.tenant, self.project),
+            )
+            return {r["id"]: Usage.model_validate_json(r["own_usage"]) if r["own_usage"] else Usage() for r in rows}
+
+        return await self.db.read(read)
+
+
+_PARENTS = (
+    "SELECT p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
+    " WHERE p.child_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.ord"
+)
+_CHILDREN = (
+    "SELECT p.child_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
+    " WHERE p.parent_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.child_id"
+)
+
+
+def _walk(
+    conn: sqlite3.Connection,
+    scope: tuple[str, str],
+    session_id: str,
+    depth: int,
+    *,
+    up: bool,
+    down: bool,
+    max_nodes: int,
+) -> Graph:
+    """``walk`` over the ``session_parents`` and ``sessions`` tables, in the tenant/project ``scope``."""
+
+    def node(sid: str) -> LineageNode | None:
+        row = conn.execute(
+            "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ? AND project = ?",
+            (sid, *scope),
+        ).fetchone()
+        if row is None:
+            return None
+        return LineageNode(
+            id=row["id"], op=row["op"], length=row["length"], created_at=row["created_at"], stub=bool(row["stub"])
+        )
+
+    return walk(
+        session_id,
+        depth,
+        up=up,
+        down=down,
+        max_nodes=max_nodes,
+        parents=lambda sid: [p for (p,) in conn.execute(_PARENTS, (sid, *scope))],
+        children=lambda sid: [c for (c,) in conn.execute(_CHILDREN, (sid, *scope))],
+        node=node,
+    )

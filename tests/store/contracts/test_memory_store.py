@@ -1,0 +1,124 @@
+"""The ``MemoryStore`` contract, run on every backend: writes, replacement, recall by BM25, scans, ids.
+
+Recall is checked for what any BM25 store must give (the item sharing the rare term first, only
+items sharing a term, a tenant/project's statistics its own, superseded items out of the index),
+not for one backend's exact scores; ``tests/memory`` holds the SQLite store to rank-bm25's.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from runtime.backend import StoreBackend
+from runtime.memory import text
+from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
+
+pytestmark = pytest.mark.anyio
+
+
+def memory(backend: StoreBackend, project: str = "default") -> MemoryStore:
+    store: MemoryStore = backend.memory("local", project)  # mypy checks the protocol here
+    return store
+
+
+def item(uri: str, content: str, scope: str = "user", **kw: object) -> NewMemory:
+    return NewMemory(uri=uri, scope=scope, content=content, **kw)  # type: ignore[arg-type]
+
+
+async def recall(store: MemoryStore, query: str, k: int = 10, scope: str | None = None) -> list[str]:
+    return [f.item.uri for f in await store.search(text.query_terms(query), k, scope)]
+
+
+async def test_items_read_back_by_id_and_uri_and_a_write_at_a_uri_replaces_it(backend: StoreBackend) -> None:
+    store = memory(backend)
+    (first,) = await store.put([item("memory://user/a", "the cat sat", tags=("pets",), source="ses_1")])
+    assert (first.uri, first.scope, first.content, first.tags, first.source) == (
+        "memory://user/a", "user", "the cat sat", ("pets",), "ses_1"
+    )  # fmt: skip
+    assert await store.get(first.id) == first and await store.at("memory://user/a") == first
+    (again,) = await store.put([item("memory://user/a", "the dog ran")])
+    assert again.id == first.id and again.created_at == first.created_at and again.content == "the dog ran"
+    assert await recall(store, "cat") == [] and await recall(store, "dog") == ["memory://user/a"]
+    assert await store.get("mem_nope") is None and await store.at("memory://user/none") is None
+    assert await memory(backend, "other").get(first.id) is None
+
+
+async def test_recall_ranks_by_bm25_within_its_own_scope(backend: StoreBackend) -> None:
+    store = memory(backend)
+    await store.put(
+        [
+            item("memory://user/1", "postgres replication lag alarm"),
+            item("memory://user/2", "postgres backup schedule"),
+            item("memory://user/3", "postgres vacuum tuning"),
+            item("memory://agent/4", "the weather is fine", scope="agent"),
+            item("memory://user/5", "猫が好きです 我喜欢猫"),
+        ]
+    )
+    await memory(backend, "other").put([item("memory://user/x", "replication replication replication")])
+    found = await store.search(text.query_terms("replication postgres"), 10, None)
+    assert found[0].item.uri == "memory://user/1"  # the only one with the rare term
+    assert {f.item.uri for f in found} == {"memory://user/1", "memory://user/2", "memory://user/3"}
+    assert all(f.score > 0 for f in found) and [f.score for f in found] == sorted(
+        (f.score for f in found), reverse=True
+    )
+    assert await recall(store, "replication postgres", k=1) == ["memory://user/1"]
+    assert await recall(store, "weather", scope="user") == [] and await recall(store, "weather", scope="agent") == [
+        "memory://agent/4"
+    ]
+    assert await recall(store, "猫") == ["memory://user/5"]
+    assert await recall(store, "nothing matches") == [] and await store.search([], 5, None) == []
+    assert await recall(memory(backend, "other"), "postgres") == []
+    assert await recall(memory(backend, "empty"), "postgres") == []
+
+
+async def test_superseded_items_stay_readable_but_leave_the_index(backend: StoreBackend) -> None:
+    store = memory(backend)
+    await store.put([item("memory://session/old", "transcript about deployments")])
+    await store.put(
+        [item("memory://session/new", "transcript about deployments, later")], supersede=["memory://session/old"]
+    )
+    old = await store.at("memory://session/old")
+    assert old is not None and SUPERSEDED in old.tags
+    assert await recall(store, "deployments") == ["memory://session/new"]
+    await store.put([], supersede=["memory://session/old", "memory://session/absent"])  # again, and unknown: fine
+    assert (await store.at("memory://session/old")).tags.count(SUPERSEDED) == 1  # type: ignore[union-attr]
+
+
+async def test_once_per_scope_keeps_the_item_already_holding_the_same_content(backend: StoreBackend) -> None:
+    store = memory(backend)
+    (kept,) = await store.put([item("memory://user/f1", "likes tea", once_per_scope=True)])
+    (same,) = await store.put([item("memory://user/f2", "likes tea", once_per_scope=True)])
+    assert same.id == kept.id and await store.at("memory://user/f2") is None
+    (other,) = await store.put([item("memory://agent/f3", "likes tea", scope="agent", once_per_scope=True)])
+    assert other.id != kept.id
+
+
+async def test_scans_deletes_and_id_search(backend: StoreBackend) -> None:
+    store = memory(backend)
+    made = []
+    for i in range(4):
+        await anyio.sleep(0.002)  # ids order by their millisecond
+        made.append((await store.put([item(f"memory://resources/doc/{i}", f"document {i}")]))[0])
+    await store.put([item("memory://resources/other", "other")])
+    docs = await store.scan("memory://resources/doc/", 10)
+    assert [m.uri for m in docs] == [f"memory://resources/doc/{i}" for i in range(4)]
+    assert [m.uri for m in await store.scan("memory://resources/doc/", 2, after=docs[0].uri)] == [
+        d.uri for d in docs[1:3]
+    ]
+    ids = [m.id for m in made]
+    assert (await store.ids("", 100))[1:] == ids[::-1] and await store.ids(ids[2], 10) == [ids[2]]
+    assert await memory(backend, "other").ids("", 10) == []
+    assert await store.delete(memory_id=ids[0]) == 1 and await store.get(ids[0]) is None
+    assert await store.delete(uri="memory://resources/doc/1") == 1
+    assert await store.delete(prefix="memory://resources/doc/") == 2
+    assert await store.delete(prefix="memory://resources/doc/") == 0
+    assert await recall(store, "document") == [] and await recall(store, "other") == ["memory://resources/other"]
+    assert await memory(backend, "empty").delete(prefix="memory://") == 0
+
+
+async def test_a_write_of_several_items_is_all_or_none(backend: StoreBackend) -> None:
+    store = memory(backend)
+    with pytest.raises(Exception):  # noqa: B017 - any refusal will do: what matters is that nothing stays
+        await store.put([item("memory://user/ok", "fine"), item("memory://user/bad", "x", scope=None)])  # type: ignore[arg-type]
+    assert await store.at("memory://user/ok") is None and await recall(store, "fine") == []

@@ -1,0 +1,185 @@
+"""The ``SessionStore`` contract, run on every backend and on the in-memory store.
+
+Sessions are written as ``NewSession`` records (what the engine asks of a store), read back by
+the protocol alone: appends extend a base without changing it, forks share chunks, writes are
+all or none, lineage and ancestry stay within their tenant/project, ids are searched newest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from runtime.errors import ConflictError, NotFoundError
+from runtime.sessions import InMemoryHome, InMemorySessionStore, SessionService
+from runtime.sessions.model import Chunk, LineageNode, Placement, SessionInfo, Usage
+from runtime.sessions.store import NewSession, SessionStore, StoredChunk
+from tests.store.contracts.conftest import BACKENDS, open_test_backend
+
+pytestmark = pytest.mark.anyio
+Stores = Callable[[str], SessionStore]  # a store of the same home for a project
+
+
+@pytest.fixture(params=[*BACKENDS, "in-memory"])
+async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
+    if request.param == "in-memory":
+        home = InMemoryHome()
+        yield lambda project: InMemorySessionStore(home, "local", project)
+        return
+    async with open_test_backend(request.param, tmp_path) as backend:
+        yield lambda project: backend.sessions("local", project)
+
+
+@pytest.fixture
+def store(stores: Stores) -> SessionStore:
+    return stores("default")
+
+
+def chunks(*texts: str) -> tuple[StoredChunk, ...]:
+    return tuple(StoredChunk(f"uid-{t}", Chunk(kind="user", content=t)) for t in texts)
+
+
+def new(
+    *texts: str, base_of: str | None = None, op: Any = "create", parents: tuple[str, ...] = (), **kw: Any
+) -> NewSession:
+    fields: dict[str, Any] = {"placement": Placement(), "usage": Usage(), "metadata": {}} | kw
+    return NewSession(op=op, parents=parents, chunks=chunks(*texts), base_of=base_of, **fields)
+
+
+async def texts(store: SessionStore, session_id: str, offset: int = 0, limit: int | None = None) -> list[str]:
+    return [sc.chunk.content for sc in await store.chunks(session_id, offset, limit)]
+
+
+async def test_a_session_reads_back_as_written_and_only_in_its_scope(stores: Stores, store: SessionStore) -> None:
+    (root,) = await store.insert([new("a", "b", metadata={"k": 1}, usage=Usage(prompt_tokens=3))])
+    assert root.length == 2 and root.op == "create" and root.parents == () and root.metadata == {"k": 1}
+    info = await store.info(root.id)
+    assert info == root and info.usage.prompt_tokens == 3
+    assert await texts(store, root.id) == ["a", "b"]
+    assert await store.uids(root.id) == ["uid-a", "uid-b"]
+    snap_info, snap_chunks = await store.snapshot(root.id, 1, 5)
+    assert snap_info == root and [sc.chunk.content for sc in snap_chunks] == ["b"]
+    with pytest.raises(NotFoundError, match="session_list"):
+        await store.info("ses_nope")
+    with pytest.raises(NotFoundError):
+        await store.uids("ses_nope")
+    other = stores("other")
+    for read in (other.info, other.chunks, other.uids, other.snapshot):
+        with pytest.raises(NotFoundError):
+            await read(root.id)
+
+
+async def test_appends_extend_a_base_that_stays_as_it_was_and_branches_keep_their_own_chunks(
+    store: SessionStore,
+) -> None:
+    (root,) = await store.insert([new("a", "b")])
+    (one,) = await store.insert_on(root.id, lambda base: [new("c", base_of=base.id, op="append", parents=(base.id,))])
+    (two,) = await store.insert_on(root.id, lambda base: [new("x", "y", base_of=base.id, op="append")])
+    (deeper,) = await store.insert_on(one.id, lambda base: [new("d", base_of=base.id, op="append")])
+    assert await texts(store, root.id) == ["a", "b"]
+    assert await texts(store, one.id) == ["a", "b", "c"] and one.length == 3 and one.parents == (root.id,)
+    assert await texts(store, two.id) == ["a", "b", "x", "y"]
+    assert await texts(store, deeper.id) == ["a", "b", "c", "d"]
+    assert await texts(store, deeper.id, 1, 2) == ["b", "c"] and await texts(store, deeper.id, 3) == ["d"]
+    assert await texts(store, deeper.id, 9) == []
+
+
+async def test_a_fork_shares_its_bases_chunks_and_a_failing_build_writes_nothing(store: SessionStore) -> None:
+    (root,) = await store.insert([new("a", "b", metadata={"m": True})])
+    forks = await store.insert_on(
+        root.id,
+        lambda base: [
+            new(base_of=base.id, op="fork", parents=(base.id,), metadata=dict(base.metadata)) for _ in range(3)
+        ],
+    )
+    assert len({f.id for f in forks}) == 3
+    for fork in forks:
+        assert fork.length == 2 and fork.metadata == {"m": True} and await texts(store, fork.id) == ["a", "b"]
+        assert await store.uids(fork.id) == await store.uids(root.id)
+    before = await store.page(None, 100)
+
+    def broken(base: SessionInfo) -> list[NewSession]:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        await store.insert_on(root.id, broken)
+    with pytest.raises(NotFoundError):
+        await store.insert_on("ses_nope", lambda base: [new("z", base_of=base.id)])
+    assert await store.page(None, 100) == before
+
+
+async def test_a_write_of_several_sessions_is_all_or_none(store: SessionStore) -> None:
+    (root,) = await store.insert([new("a")])
+    before = await store.page(None, 100)
+    with pytest.raises(NotFoundError):
+        await store.insert([new("fine", base_of=root.id), new("broken", base_of="ses_nope")])
+    assert await store.page(None, 100) == before
+
+
+async def test_lineage_walks_up_and_down_within_bounds_and_marks_imported_stubs(
+    stores: Stores, store: SessionStore
+) -> None:
+    stub = LineageNode(id="ses_elsewhere", op="create", length=1, created_at=1.0, stub=True)
+    (root,) = await store.insert([new("a", id="ses_imported", op="import", parents=("ses_elsewhere",))], [(stub, ())])
+    (child,) = await store.insert_on(root.id, lambda b: [new("b", base_of=b.id, op="append", parents=(b.id,))])
+    (grand,) = await store.insert_on(child.id, lambda b: [new("c", base_of=b.id, op="append", parents=(b.id,))])
+    nodes, edges, cut = await store.lineage(child.id, 10, up=True, down=True, max_nodes=100)
+    assert {n.id for n in nodes} == {"ses_elsewhere", root.id, child.id, grand.id} and not cut
+    assert {(e.parent, e.child) for e in edges} == {
+        ("ses_elsewhere", root.id),
+        (root.id, child.id),
+        (child.id, grand.id),
+    }
+    assert next(n for n in nodes if n.id == "ses_elsewhere").stub
+    up, _, _ = await store.lineage(child.id, 1, up=True, down=False, max_nodes=100)
+    assert {n.id for n in up} == {root.id, child.id}
+    down, _, _ = await store.lineage(child.id, 5, up=False, down=True, max_nodes=100)
+    assert {n.id for n in down} == {child.id, grand.id}
+    few, _, cut = await store.lineage(grand.id, 10, up=True, down=False, max_nodes=2)
+    assert len(few) == 2 and cut
+    with pytest.raises(NotFoundError):
+        await store.info("ses_elsewhere")  # a stub is lineage only
+    with pytest.raises(ConflictError, match="already used"):
+        await stores("other").insert([new("z", id="ses_imported", op="import")])
+    with pytest.raises(NotFoundError):
+        await stores("other").lineage(child.id, 1, up=True, down=True, max_nodes=10)
+
+
+async def test_ancestry_gives_each_session_of_a_history_once_with_its_own_usage(store: SessionStore) -> None:
+    (root,) = await store.insert([new("a", usage=Usage(prompt_tokens=5))])
+    (a,) = await store.insert_on(
+        root.id, lambda b: [new("b", base_of=b.id, parents=(b.id,), own_usage=Usage(prompt_tokens=1))]
+    )
+    (b,) = await store.insert_on(
+        root.id, lambda b: [new("c", base_of=b.id, parents=(b.id,), own_usage=Usage(prompt_tokens=2))]
+    )
+    found = await store.ancestry([a.id, b.id])
+    assert {k: v.prompt_tokens for k, v in found.items()} == {root.id: 5, a.id: 1, b.id: 2}
+
+
+async def test_merge_on_the_store_keeps_the_shared_prefix_once(store: SessionStore) -> None:
+    sessions = SessionService(store)
+    base = await sessions.create([{"kind": "user", "content": "q"}])
+    left = await sessions.append(base.id, [{"kind": "assistant", "content": "l"}])
+    right = await sessions.append(base.id, [{"kind": "assistant", "content": "r"}])
+    merged = await sessions.merge([left.id, right.id])
+    assert [c.content for c in (await sessions.get(merged.id)).chunks] == ["q", "l", "r"]
+    assert merged.parents == (left.id, right.id)
+    assert set(await sessions.ancestors(merged.id)) >= {left.id, right.id, base.id}
+
+
+async def test_pages_and_id_search_are_newest_first_and_scoped(stores: Stores, store: SessionStore) -> None:
+    made = []
+    for i in range(4):
+        await anyio.sleep(0.002)  # ids order by their millisecond
+        made.append((await store.insert([new(str(i))]))[0].id)
+    (foreign,) = await stores("other").insert([new("x")])
+    assert [s.id for s in await store.page(None, 10)] == made[::-1]
+    assert [s.id for s in await store.page(made[2], 10)] == made[1::-1]
+    assert await store.ids("", 10) == made[::-1] and foreign.id not in await store.ids("", 10)
+    assert await store.ids(made[1], 10) == [made[1]]
+    assert await store.ids("ses_", 2) == made[:1:-1]
