@@ -55,7 +55,7 @@ AGENT_SCRIPT = {
             "content": "And check what is in the workspace.",
             "tool_calls": [{"name": "list_files", "arguments": {"path": "."}}],
         },
-        {"content": "shopping.py is written; running it printed the list."},
+        {"content": "shopping.py is written; the run_command result above shows what running it did."},
     ]
 }
 
@@ -233,6 +233,8 @@ async def run_demo(say: Say = print) -> int:
                 say(f"rath-mcp demo: connected to {info.name if info else '?'} {info.version if info else ''}")
                 say("(a real MCP client talking to the real server in memory; offline, no keys)")
                 say(f"(tool commands run with isolation: {rt.sandboxes.isolation})")
+                if rt.sandboxes.isolation == "unavailable":  # a fresh machine: say why step 7 refuses commands
+                    say("(bubblewrap is not installed, so the agent's commands are refused: apt-get install it)")
                 tour = Tour(client, say)
                 try:
                     merged = await tour_sessions(tour)
