@@ -18,10 +18,12 @@ import anyio
 from rath_mcp import shell
 from rath_mcp.shell import note
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
+from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
 from runtime.store import apply_migrations, pending_migrations, resolve_store
 
 EXIT_DOMAIN_ERROR = 1
+EXIT_MIGRATIONS_PENDING = 2  # serve/worker on a store whose schema needs `rath-mcp migrate` first
 
 
 def _home_arg(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return anyio.run(_dispatch, args)
+    except SchemaBehindError as exc:
+        print(f"rath-mcp: error: {exc}", file=sys.stderr)
+        return EXIT_MIGRATIONS_PENDING
     except RathError as exc:
         print(f"rath-mcp: error: {exc}", file=sys.stderr)
         return EXIT_DOMAIN_ERROR
