@@ -65,6 +65,47 @@ def _sets(sets: RunChange, start: int) -> str:
     return "".join(f", {col} = ${start + i}" for i, col in enumerate(sets))
 
 
+async def _update(
+    conn: asyncpg.Connection,
+    run_id: str,
+    token: int | None,
+    sets: RunChange,
+    events: Sequence[EventSpec],
+    checkpoint: tuple[Any, str | None, list[str]] | None,
+    at: float,
+) -> int | None:
+    """ONE statement (one round trip): update the run row (fenced by ``token`` unless None), append the
+    events numbered after its ``last_seq``, take the checkpoint, NOTIFY. None when no row matched."""
+    check_change(sets)
+    n = len(events)
+    args: list[Any] = [n, at, run_id, [kind for kind, _ in events], [dumps(data) for _, data in events]]
+    fence = ""
+    if token is not None:
+        args.append(token)
+        fence = f" AND lease_token = ${len(args)} AND status = 'running'"
+    take = ""
+    if checkpoint is not None:
+        state_json, next_step, pending = checkpoint
+        kinds = [kind for kind, _ in events]
+        at_event = kinds.index("checkpoint.created") + 1 if "checkpoint.created" in kinds else n  # its seq, of the n
+        args += [at_event, state_json, next_step, dumps(pending)]
+        k = len(args) - 3
+        take = (
+            ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
+            f"SELECT $3, u.last_seq - $1 + ${k}::int, ${k + 1}::text, ${k + 2}::text, ${k + 3}::text, $2 FROM u)"
+        )
+    sql = (
+        f"WITH u AS (UPDATE runs SET last_seq = last_seq + $1::int, updated_at = $2{_sets(sets, len(args) + 1)} "
+        f"WHERE id = $3{fence} RETURNING last_seq), "
+        "e AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+        "SELECT $3, u.last_seq - $1 + e.ord, e.t, e.d, $2 FROM u, unnest($4::text[], $5::text[]) "
+        f"WITH ORDINALITY AS e(t, d, ord)){take} "
+        f"SELECT last_seq, pg_notify('{CHANNEL}', $3::text) FROM u"
+    )
+    last_seq = await conn.fetchval(sql, *args, *sets.values())
+    return None if last_seq is None else int(last_seq)
+
+
 async def guarded_update(
     conn: asyncpg.Connection,
     run_id: str,
@@ -78,28 +119,10 @@ async def guarded_update(
     """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
 
     A stale ``token`` (or a run no longer running) matches nothing: ``LeaseLostError``, nothing written."""
-    check_change(sets)
-    at = now() if at is None else at
-    n = len(events)
-    last_seq = await conn.fetchval(
-        f"UPDATE runs SET last_seq = last_seq + $1, updated_at = $2{_sets(sets, 5)} "
-        "WHERE id = $3 AND lease_token = $4 AND status = 'running' RETURNING last_seq",
-        n, at, run_id, token, *sets.values(),
-    )  # fmt: skip
+    last_seq = await _update(conn, run_id, token, sets, events, checkpoint, now() if at is None else at)
     if last_seq is None:
         raise LeaseLostError(run_id, token)
-    await append_events(conn, run_id, last_seq, events, at)
-    if checkpoint is not None:
-        state_json, next_step, pending = checkpoint
-        kinds = [kind for kind, _ in events]
-        seq = last_seq - n + 1 + kinds.index("checkpoint.created") if "checkpoint.created" in kinds else last_seq
-        await conn.execute(
-            "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
-            "VALUES ($1, $2, $3, $4, $5, $6)",
-            run_id, seq, state_json, next_step, dumps(pending), at,
-        )  # fmt: skip
-    await changed(conn, run_id)
-    return int(last_seq)
+    return last_seq
 
 
 async def lock_held(conn: asyncpg.Connection, run_id: str, token: int) -> None:
@@ -113,17 +136,10 @@ async def lock_held(conn: asyncpg.Connection, run_id: str, token: int) -> None:
 
 async def plain_update(conn: asyncpg.Connection, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> int:
     """Update a run nobody holds (service-side changes: cancel, decisions, reconciliation)."""
-    check_change(sets)
-    at = now()
-    last_seq = await conn.fetchval(
-        f"UPDATE runs SET last_seq = last_seq + $1, updated_at = $2{_sets(sets, 4)} WHERE id = $3 RETURNING last_seq",
-        len(events), at, run_id, *sets.values(),
-    )  # fmt: skip
+    last_seq = await _update(conn, run_id, None, sets, events, None, now())
     if last_seq is None:
         raise NotFoundError(f"no run {run_id}")
-    await append_events(conn, run_id, last_seq, events, at)
-    await changed(conn, run_id)
-    return int(last_seq)
+    return last_seq
 
 
 async def run_row(conn: asyncpg.Connection, scope: Scope, run_id: str, *, lock: bool = False) -> asyncpg.Record:
