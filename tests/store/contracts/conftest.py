@@ -6,7 +6,8 @@ PostgreSQL one makes a database of its own per test session and drops it).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import pytest
 
 from runtime.backend import StoreBackend
 from runtime.store import open_backend, parse_store_url
+from runtime.store.postgres import Migration, PostgresDatabase, migrations
+from tests import pg
 
 BACKENDS = ["sqlite"]
 
@@ -35,3 +38,30 @@ async def open_test_backend(name: str, tmp_path: Path) -> AsyncIterator[StoreBac
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreBackend]:
     async with open_test_backend(request.param, tmp_path) as opened:
         yield opened
+
+
+# -- PostgreSQL, one layer's store at a time (until the PostgreSQL backend opens all three) ---------------
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """This test session's own PostgreSQL database, dropped at the end (fails under CI if unreachable)."""
+    pg.require_postgres()
+    name = pg.create_database()
+    try:
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+def postgres_dsn(request: pytest.FixtureRequest) -> str:
+    """A URL on a fresh schema of the session's PostgreSQL database; call it from a sync fixture (it makes
+    the database on first use, so SQLite-only runs need no server)."""
+    database = request.getfixturevalue("pg_database")
+    return pg.url(database, search_path=asyncio.run(pg.create_schema(database)))
+
+
+@asynccontextmanager
+async def open_postgres(dsn: str, layer: Sequence[Migration]) -> AsyncIterator[PostgresDatabase]:
+    """The database at ``dsn`` with ``layer``'s migrations applied."""
+    await migrations.apply(dsn, layer)
+    async with PostgresDatabase(dsn, max_size=4) as db:
+        yield db

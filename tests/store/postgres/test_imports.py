@@ -1,4 +1,5 @@
-"""The PostgreSQL backend depends on no layer above the store but the few shared modules it may use."""
+"""The PostgreSQL backend depends on no layer above the store but the few shared modules it may use,
+and on each layer's store protocol and records where it implements them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from pathlib import Path
 from tests.test_layers import imported_modules
 
 PACKAGE = Path(__file__).resolve().parents[3] / "runtime" / "store" / "postgres"
-ALLOWED = ("runtime.errors", "runtime.ids", "runtime.memory.text", "runtime.store.postgres")
+ALLOWED = (
+    "runtime.errors",
+    "runtime.ids",
+    "runtime.memory.text",
+    "runtime.store.postgres",
+    # A layer's store implements that layer's protocol, in its records (as the SQLite stores do):
+    *("runtime.sessions.store", "runtime.sessions.model", "runtime.sessions.lineage"),
+    *("runtime.memory.store", "runtime.memory.model"),
+)
 
 
 def test_the_postgres_backend_imports_only_the_shared_runtime_modules() -> None:
