@@ -67,13 +67,16 @@ SELECT $1, $2 + u.ord - 1, $3, $4, u.uid, u.kind, u.content, u.tool_calls, u.too
 FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
     WITH ORDINALITY AS u(uid, kind, content, tool_calls, tool_call_id, name, ord)
 """
-_INSERT_SESSION = (
-    "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
-    " created_at, own_usage, chars) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-)
 _INSERT_PARENTS = (
     "INSERT INTO session_parents (child_id, ord, parent_id)"
     " SELECT $1, u.ord - 1, u.parent FROM unnest($2::text[]) WITH ORDINALITY AS u(parent, ord)"
+)
+# A session and its parent edges in one statement (one round trip); the edges' foreign key is checked
+# at the statement's end, when the session row is there.
+_INSERT_SESSION = (
+    "WITH s AS (INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
+    " created_at, own_usage, chars) VALUES ($1,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING id) "
+    + _INSERT_PARENTS.replace("$1", "(SELECT id FROM s)")
 )
 
 
@@ -142,14 +145,20 @@ class PostgresSessionStore:
         """
 
         async def write(conn: asyncpg.Connection) -> list[SessionInfo]:
-            return [await self._insert_one(conn, s) for s in build(await self._info_in(conn, base_id))]
+            row = await self._row(conn, base_id, _INFO_COLUMNS + ", s.segment_id, s.chars")
+            known = {base_id: row}  # what a session built on the base needs of it: read once
+            return [await self._insert_one(conn, s, known) for s in build(_info(row))]
 
         return await self.db.write(write)
 
-    async def _insert_one(self, conn: asyncpg.Connection, new: NewSession) -> SessionInfo:
+    async def _insert_one(
+        self, conn: asyncpg.Connection, new: NewSession, known: dict[str, asyncpg.Record] | None = None
+    ) -> SessionInfo:
         segment_id, length, chars = None, 0, 0
         if new.base_of is not None:
-            row = await self._row(conn, new.base_of, "s.segment_id, s.length, s.chars")
+            row = (known or {}).get(new.base_of) or await self._row(
+                conn, new.base_of, "s.segment_id, s.length, s.chars"
+            )
             segment_id, length, chars = row["segment_id"], row["length"], row["chars"]
         if chars is not None:
             chars += sum(_chars(sc.chunk) for sc in new.chunks)
@@ -162,6 +171,7 @@ class PostgresSessionStore:
         await conn.execute(
             _INSERT_SESSION,
             session_id,
+            list(new.parents),
             self.tenant,
             self.project,
             new.op,
@@ -174,8 +184,6 @@ class PostgresSessionStore:
             (new.own_usage if new.own_usage is not None else new.usage).model_dump_json(),
             chars,
         )
-        if new.parents:
-            await conn.execute(_INSERT_PARENTS, session_id, list(new.parents))
         return SessionInfo(
             id=session_id,
             parents=new.parents,
