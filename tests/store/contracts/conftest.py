@@ -7,7 +7,7 @@ PostgreSQL one migrates a fresh schema of its own in this test session's own dat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ import pytest
 
 from runtime.backend import StoreBackend
 from runtime.store import StoreURL, open_backend, parse_store_url
+from runtime.store.postgres import Migration, PostgresDatabase, migrations
 from tests import pg
 
 BACKENDS = ["sqlite"]
@@ -48,6 +49,19 @@ def fresh_store_url(name: str, tmp_path: Path, request: pytest.FixtureRequest) -
         database = request.getfixturevalue("pg_database")
         return parse_store_url(pg.url(database, search_path=asyncio.run(pg.create_schema(database))))
     raise AssertionError(f"no way to open a {name} backend for the contract tests")  # pragma: no cover
+
+
+def postgres_dsn(request: pytest.FixtureRequest) -> str:
+    """A URL on a fresh schema of the session's PostgreSQL database (call it from a sync fixture)."""
+    return fresh_store_url("postgresql", Path("."), request).url
+
+
+@asynccontextmanager
+async def open_postgres(dsn: str, layer: Sequence[Migration]) -> AsyncIterator[PostgresDatabase]:
+    """The database at ``dsn`` with one layer's migrations applied (a layer's store tested on its own)."""
+    await migrations.apply(dsn, layer)
+    async with PostgresDatabase(dsn, max_size=4) as db:
+        yield db
 
 
 @asynccontextmanager
