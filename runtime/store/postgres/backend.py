@@ -8,26 +8,18 @@ command) applies them under the advisory lock.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from runtime.errors import StoreError
 from runtime.store.postgres import migrations
 from runtime.store.postgres.database import PostgresDatabase
+from runtime.store.postgres.memory import PostgresMemoryStore
 from runtime.store.postgres.runs import PostgresRunStore
 from runtime.store.postgres.schema import ALL
+from runtime.store.postgres.sessions import PostgresSessionStore
 from runtime.store.url import StoreURL
 
 if TYPE_CHECKING:
     from runtime.backend import StoreBackend
-
-
-def _store(module: str, name: str, *args: Any) -> Any:
-    """INTERIM, until the PostgreSQL session and memory stores are merged (the backend is not registered before)."""
-    try:
-        return getattr(importlib.import_module(f"runtime.store.postgres.{module}"), name)(*args)
-    except ImportError as exc:
-        raise StoreError(f"the PostgreSQL {module} store is not in this build yet") from exc
 
 
 class PostgresBackend:
@@ -37,14 +29,14 @@ class PostgresBackend:
         self.url = url
         self.db = db
 
-    def sessions(self, tenant: str, project: str) -> Any:
-        return _store("sessions", "PostgresSessionStore", self.db, tenant, project)
+    def sessions(self, tenant: str, project: str) -> PostgresSessionStore:
+        return PostgresSessionStore(self.db, tenant, project)
 
     def runs(self, tenant: str, project: str) -> PostgresRunStore:
         return PostgresRunStore(self.db, tenant, project)
 
-    def memory(self, tenant: str, project: str) -> Any:
-        return _store("memory", "PostgresMemoryStore", self.db, tenant, project)
+    def memory(self, tenant: str, project: str) -> PostgresMemoryStore:
+        return PostgresMemoryStore(self.db, tenant, project)
 
     async def close(self) -> None:
         await self.db.close()
