@@ -7,7 +7,7 @@ confined to its workspace under the runtime home (the scripted agent's attempt t
 comes back as a tool error); every tool call and result lands in the output session, whose usage
 counts the tokens spent.
 
-Run it:  python examples/agent_sandbox.py      (state goes to $RATH_HOME, else ./.rath)
+Run it:  python examples/agent_sandbox.py      (state goes to $RATH_HOME, else ~/.rath)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ state, events and a checkpoint are committed after every step, so it survives a 
 waits. Here the first runtime is closed while the run waits, a second one (a "restarted process")
 resolves the interrupt, and the run finishes; the publish effect happened exactly once.
 
-Run it:  python examples/durable_approval.py      (state goes to $RATH_HOME, else ./.rath)
+Run it:  python examples/durable_approval.py      (state goes to $RATH_HOME, else ~/.rath)
 """
 
 from __future__ import annotations

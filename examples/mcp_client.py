@@ -5,7 +5,7 @@ The server is started exactly as a desktop host would start it, with the custom 
 (a router picks the branch) and ``publish`` (it waits on an approval interrupt, which the client
 resolves), reads a run's events as a resource and recalls what it remembered.
 
-Run it:  python examples/mcp_client.py      (state goes to $RATH_HOME, else ./.rath)
+Run it:  python examples/mcp_client.py      (state goes to $RATH_HOME, else ~/.rath)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Recall is BM25 ranking over SQLite FTS5: only items that share a word with the q
 best first, each with a score above zero. Memory is persistent and shared by every agent and
 process that opens the same home.
 
-Run it:  python examples/memory_recall.py      (state goes to $RATH_HOME, else ./.rath)
+Run it:  python examples/memory_recall.py      (state goes to $RATH_HOME, else ~/.rath)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A session is an immutable snapshot (like a commit): every change yields a new id
 their parent's chunks without copying them, and a merge keeps the shared history once and then
 each branch's own chunks in argument order.
 
-Run it:  python examples/sessions_fork_merge.py      (state goes to $RATH_HOME, else ./.rath)
+Run it:  python examples/sessions_fork_merge.py      (state goes to $RATH_HOME, else ~/.rath)
 """
 
 from __future__ import annotations

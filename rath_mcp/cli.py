@@ -1,33 +1,64 @@
-"""``rath-mcp`` (also ``python -m rath_mcp``): serve, demo, migrate, worker, and shell inspection.
+"""``rath-mcp`` (also ``python -m rath_mcp``): serve, demo, migrate, worker, check, backup, inspection.
 
-Thin on purpose: parse, call the runtime, and turn a domain error into one clear line on stderr
-and exit code 1 (argparse uses 2 for bad usage). State lives under ``--home``, else
-``$RATH_HOME``, else ``./.rath``.
+Thin on purpose: parse, call the runtime, and turn every error into one clear line on stderr and a
+non-zero exit (1 for an error of the request, 2 for bad usage), never a traceback (CONTRACT §3).
+State lives under ``--home``, else ``$RATH_HOME``, else ``~/.rath``.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, NoReturn
 
 import anyio
+import anyio.to_thread
 
 from rath_mcp import shell
-from rath_mcp.shell import note
+from rath_mcp.shell import existing_store, note, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
-from runtime.store import apply_migrations, pending_migrations, resolve_store
+from runtime.sandbox.policy import SandboxPolicy, load_policy
+from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
+from runtime.store.sqlite import health
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 EXIT_DOMAIN_ERROR = 1
+EXIT_USAGE = 2
 EXIT_MIGRATIONS_PENDING = 2  # serve/worker on a store whose schema needs `rath-mcp migrate` first
+EXIT_INTERRUPTED = 130
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, [], argparse.SUPPRESS):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (argparse prints the whole usage block first)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _home_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", help="state directory (default: $RATH_HOME, else ./.rath)")
+    parser.add_argument("--home", help="state directory (default: $RATH_HOME, else ~/.rath)")
     parser.add_argument(
         "--store",
         default=os.environ.get("RATH_STORE") or None,
@@ -37,30 +68,89 @@ def _home_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _port(text: str) -> int:
+    port = whole(0)(text)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give 1 to 65535, or 0 for a free one")
+    return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _version() -> str:
+    try:
+        return version("rath-mcp")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _sandbox_args(parser: argparse.ArgumentParser) -> None:
+    """Isolation, limits and network of the commands tools run (CONTRACT §11); unset means config.json's."""
+    parser.add_argument(
+        "--isolation",
+        choices=["auto", "bwrap", "none"],
+        help="how tool commands are isolated (default auto: bubblewrap where installed, else commands are refused)",
+    )
+    parser.add_argument("--allow-net", metavar="HOST[:PORT][,...]", help="hosts tool commands may reach (default none)")
+    parser.add_argument("--tool-memory", metavar="SIZE", help="address space per tool process, e.g. 2G (default 2G)")
+    parser.add_argument("--tool-procs", type=int, metavar="N", help="processes per tool command (default 256)")
+    parser.add_argument("--tool-file-size", metavar="SIZE", help="largest file a tool command writes (default 256M)")
+    parser.add_argument("--tool-cpu-s", type=int, metavar="S", help="CPU seconds per tool process (default 300)")
+
+
+def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
+    flags = {
+        "isolation": args.isolation,
+        "allow_net": args.allow_net,
+        "memory": args.tool_memory,
+        "procs": args.tool_procs,
+        "file_size": args.tool_file_size,
+        "cpu_s": args.tool_cpu_s,
+    }
+    return load_policy(home, flags)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
-    parser = argparse.ArgumentParser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
+    parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
+    parser.add_argument("--version", action="version", version=f"rath-mcp {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
-    p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
-    p.add_argument("--host", default="127.0.0.1", help="bind address for http/sse (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="port for http/sse (0 picks a free one)")
+    p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio", help="how clients connect")
+    p.add_argument("--host", default="127.0.0.1", help="bind address for http/sse")
+    p.add_argument("--port", type=_port, default=8765, help="port for http/sse (0 picks a free one)")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
-    p.add_argument("--workers", type=int, default=4, help="runs this process drives at once (0: none here)")
+    p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
+    _sandbox_args(p)
     _home_arg(p)
 
     sub.add_parser("demo", help="a guided offline tour of the server through a real MCP client")
 
-    p = sub.add_parser("migrate", help="apply pending store migrations")
+    p = sub.add_parser("migrate", help="create the store, or apply its pending migrations")
     p.add_argument("--check", action="store_true", help="only report; exit 1 when migrations are pending")
     _home_arg(p)
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
-    p.add_argument("--workers", type=int, default=4, help="runs driven at once (default 4)")
-    p.add_argument("--lease-s", type=float, default=30.0, help="how soon another worker may take over a dead one")
+    p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help="how soon another worker may take over a dead one")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
+    _sandbox_args(p)
+    _home_arg(p)
+
+    p = sub.add_parser("check", help="check the store: integrity, schema, pending migrations (exit 1 if unhealthy)")
+    _home_arg(p)
+    p = sub.add_parser("backup", help="copy the store to DEST, consistently, even while servers write to it")
+    p.add_argument("dest", metavar="DEST", help="a new file, or a directory (the copy is DEST/rath.db)")
     _home_arg(p)
 
     shell.add_commands(sub, _home_arg)
@@ -73,14 +163,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return anyio.run(_dispatch, args)
-    except SchemaBehindError as exc:
-        print(f"rath-mcp: error: {exc}", file=sys.stderr)
-        return EXIT_MIGRATIONS_PENDING
-    except RathError as exc:
-        print(f"rath-mcp: error: {exc}", file=sys.stderr)
-        return EXIT_DOMAIN_ERROR
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        return _report(exc)
+
+
+def _report(exc: BaseException) -> int:
+    """One line on stderr for an error that ended the command; the exit code."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:  # from inside a task group
+        exc = exc.exceptions[0]
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, RathError):
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        text = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    else:  # a bug: still one line, with the traceback on request
+        if os.environ.get("RATH_DEBUG"):
+            logging.getLogger("rath_mcp").error("unexpected error", exc_info=exc)
+        text = f"unexpected {type(exc).__name__}: {exc} (a bug; set RATH_DEBUG=1 to see the traceback)"
+    print(f"rath-mcp: error: {' '.join(text.split())}", file=sys.stderr)
+    return EXIT_MIGRATIONS_PENDING if isinstance(exc, SchemaBehindError) else EXIT_DOMAIN_ERROR
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
@@ -95,6 +199,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _migrate(args)
     if command == "worker":
         return await _worker(args)
+    if command == "check":
+        return await _check(args)
+    if command == "backup":
+        return await _backup(args)
     return await shell.run(args)
 
 
@@ -102,38 +210,113 @@ async def _serve(args: argparse.Namespace) -> int:
     from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
     from rath_mcp.transports import serve
 
+    if args.transport != "stdio":
+        _check_listen(args.host, args.port)
     home = resolve_home(args.home)
     if (problem := configuration_problem(home)) is not None:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
-    async with Runtime.open(home, store=args.store, workers=args.workers, sandbox=args.sandbox) as rt:
+    policy = _sandbox_policy(args, home)
+    async with Runtime.open(
+        home, store=args.store, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy
+    ) as rt:
         shell.load_workflows(rt, args.workflows)
+        note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         await serve(build_server(rt), args.transport, host=args.host, port=args.port)
     return 0
 
 
+def _check_listen(host: str, port: int) -> None:
+    """Fail in one line, before the store is opened, when ``host:port`` cannot be listened on."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot listen on --host {host!r} ({exc.strerror}); give an address such as 127.0.0.1") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            hint = "choose another --port (0 picks a free one)" if exc.errno == errno.EADDRINUSE else "check --host"
+            raise OSError(f"cannot listen on {host}:{port} ({exc.strerror}); {hint}") from None
+
+
 async def _migrate(args: argparse.Namespace) -> int:
-    url = resolve_store(args.store, resolve_home(args.home))
-    path = url.path if url.path is not None else url
+    home = resolve_home(args.home)
     if args.check:
+        url = existing_store(home, args.store)
+        path = url.path or url
         pending = await pending_migrations(url)
         for name in pending:
             print(f"pending: {name}")
         print(f"{len(pending)} migration(s) pending in {path}" if pending else f"{path} is up to date")
         return 1 if pending else 0
+    url = resolve_store(args.store, home)
+    path = url.path or url
+    created = url.path is not None and not url.path.exists()
     pending = await apply_migrations(url)
     for name in pending:
         print(f"applied: {name}")
-    print(f"{path}: {len(pending)} migration(s) applied" if pending else f"{path} was already up to date")
+    if created:
+        print(f"{path}: created, {len(pending)} migration(s) applied")
+    else:
+        print(f"{path}: {len(pending)} migration(s) applied" if pending else f"{path} was already up to date")
     return 0
+
+
+def _sqlite_file(url: StoreURL, command: str) -> Path:
+    """The database file of a SQLite store (``check`` and ``backup`` read the file itself)."""
+    if url.path is None:
+        raise InvalidInputError(
+            f"rath-mcp {command} works on a SQLite store (sqlite:///ABSOLUTE/PATH.db); {url} is a {url.scheme} one"
+        )
+    return url.path
+
+
+async def _check(args: argparse.Namespace) -> int:
+    path = _sqlite_file(existing_store(resolve_home(args.home), args.store), "check")
+    report = await anyio.to_thread.run_sync(health.check, path, ALL_MIGRATIONS)
+    print("integrity: ok" if not report.problems else "integrity: DAMAGED")
+    for problem in report.problems:
+        print(f"  {problem}")
+    if report.foreign:
+        print(f"contents: NOT A RATH STORE ({report.foreign})")
+        print(f"{path} is NOT healthy: it belongs to another program; use another --home, or move the file aside")
+        return 1
+    if not report.problems:
+        print("schema: complete" if not report.missing else f"schema: MISSING {', '.join(report.missing)}")
+        print("migrations: up to date" if not report.pending else f"migrations: {len(report.pending)} pending")
+        for name in report.pending:
+            print(f"  pending: {name} (apply with `rath-mcp migrate`)")
+    if report.healthy:
+        print(f"{path} is healthy")
+        return 0
+    only_pending = not (report.problems or report.missing)
+    hint = "apply them with `rath-mcp migrate`" if only_pending else health.RESTORE_HINT
+    print(f"{path} is NOT healthy: {hint}")
+    return 1
+
+
+async def _backup(args: argparse.Namespace) -> int:
+    path = _sqlite_file(existing_store(resolve_home(args.home), args.store), "backup")
+    print(await anyio.to_thread.run_sync(_backup_to, path, args.dest))
+    return 0
+
+
+def _backup_to(path: Path, dest: str) -> str:
+    written = health.backup(path, Path(dest).expanduser()).resolve()
+    return f"backed up {path} to {written} ({written.stat().st_size} bytes, checked)"
 
 
 async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
-    if args.workers < 1:
-        raise InvalidInputError("--workers must be at least 1 for a worker process")
-    async with Runtime.open(home, store=args.store, workers=args.workers, lease_s=args.lease_s) as rt:
+    policy = _sandbox_policy(args, home)
+    async with Runtime.open(
+        home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy
+    ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
+        note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         await shell.wait_for_stop_signal()
     note("worker stopped")
     return 0

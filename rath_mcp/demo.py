@@ -232,6 +232,7 @@ async def run_demo(say: Say = print) -> int:
                 info = client.server_info
                 say(f"rath-mcp demo: connected to {info.name if info else '?'} {info.version if info else ''}")
                 say("(a real MCP client talking to the real server in memory; offline, no keys)")
+                say(f"(tool commands run with isolation: {rt.sandboxes.isolation})")
                 tour = Tour(client, say)
                 try:
                     merged = await tour_sessions(tour)

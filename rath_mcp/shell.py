@@ -1,7 +1,9 @@
 """Shell inspection commands: ``rath-mcp sessions …`` and ``rath-mcp runs …``.
 
 They read the same store the server writes (SQLite allows concurrent readers), so a person can
-look at what a running server is doing without going through MCP.
+look at what a running server is doing without going through MCP. They say on stderr which store
+they read (stdout stays parseable), and never create one: a home with no store is an error that
+says how to make one.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from runtime import Runtime, resolve_home
+from runtime import NotFoundError, Runtime, resolve_home
+from runtime.errors import StoreError
+from runtime.store import StoreURL, backend_module, resolve_store
 
 HomeArg = Callable[[argparse.ArgumentParser], None]
 
@@ -27,37 +32,82 @@ def add_commands(sub: Any, home_arg: HomeArg) -> None:
         dest="action", required=True, metavar="ACTION"
     )
     p = sessions.add_parser("list", help="newest first")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--cursor")
+    p.add_argument("--limit", type=whole(1), default=50, help="sessions per page (at most 500)")
+    p.add_argument("--cursor", help="the cursor a previous page printed")
     home_arg(p)
     for name, help_text in (("show", "one session as JSON, with chunks"), ("lineage", "lineage as Mermaid")):
         p = sessions.add_parser(name, help=help_text)
         p.add_argument("session_id")
         if name == "lineage":
-            p.add_argument("--depth", type=int, default=20)
+            p.add_argument("--depth", type=whole(1), default=20, help="steps of lineage around the session")
         home_arg(p)
 
     runs = sub.add_parser("runs", help="inspect durable runs").add_subparsers(
         dest="action", required=True, metavar="ACTION"
     )
     p = runs.add_parser("list", help="newest first")
-    p.add_argument("--status")
-    p.add_argument("--workflow")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--cursor")
+    p.add_argument("--status", help="only runs with this status (queued, running, waiting, succeeded, …)")
+    p.add_argument("--workflow", help="only runs of this workflow")
+    p.add_argument("--limit", type=whole(1), default=50, help="runs per page (at most 500)")
+    p.add_argument("--cursor", help="the cursor a previous page printed")
     home_arg(p)
     p = runs.add_parser("show", help="one run summary as JSON, with its events")
     p.add_argument("run_id")
     home_arg(p)
 
 
+def whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number no smaller than ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {minimum} or more")
+        return value
+
+    return parse
+
+
+def existing_store(home: Path, store: str | None = None) -> StoreURL:
+    """The store ``--store`` names (default: the one under ``home``), said on stderr; a one-line error
+    when a SQLite store's file is not there (it is never created here)."""
+    url = resolve_store(store, home)
+    backend_module(url)  # a backend not in this build: that one line, before anything is said
+    path = url.path
+    if path is not None and not path.is_file():
+        where = "--store" if store is not None else "--home (or $RATH_HOME)"
+        again = f" --store {url}" if store is not None else ""
+        raise StoreError(
+            f"there is no store at {path} (home {home}): nothing was stored there yet. Give the {where} "
+            f"that holds your data, or create this one with `rath-mcp migrate --home {home}{again}` "
+            "(a server creates it too)"
+        )
+    note(f"reading the store {path or url} (home {home})")
+    return url
+
+
 async def run(args: argparse.Namespace) -> int:
     """Run one inspection command against the store under ``--home``."""
     home = resolve_home(args.home)
-    async with Runtime.open(home, store=args.store, workers=0) as rt:  # inspecting must not run work
-        if args.command == "sessions":
-            return await _sessions(rt, args)
-        return await _runs(rt, args)
+    url = existing_store(home, args.store)
+    # Inspecting must not run work (workers=0), nor create a store.
+    async with Runtime.open(home, store=url, workers=0, create=False) as rt:
+        try:
+            if args.command == "sessions":
+                return await _sessions(rt, args)
+            return await _runs(rt, args)
+        except NotFoundError as exc:
+            raise NotFoundError(_in_shell_words(str(exc), args)) from exc
+
+
+def _in_shell_words(message: str, args: argparse.Namespace) -> str:
+    """A not-found message whose hint names the shell command to use, not the MCP tool."""
+    what = "sessions" if args.command == "sessions" else "runs"
+    first = message.split(";", 1)[0]
+    return f"{first}; list {what} with `rath-mcp {what} list` to find a valid id"
 
 
 def note(message: str) -> None:
@@ -74,7 +124,8 @@ async def _sessions(rt: Runtime, args: argparse.Namespace) -> int:
         page, cursor = await rt.sessions.page(args.cursor, args.limit)
         for info in page:
             parents = ",".join(info.parents) or "-"
-            print(f"{info.id}  {info.op:<7} {info.length:>6} chunks  {_when(info.created_at)}  parents={parents}")
+            chunks = f"{info.length:>6} chunk{'' if info.length == 1 else 's'}"
+            print(f"{info.id}  {info.op:<7} {chunks:<13} {_when(info.created_at)}  parents={parents}")
         if cursor:
             print(f"more: --cursor {cursor}")
         return 0

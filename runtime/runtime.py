@@ -3,7 +3,7 @@
 An async context manager that owns the store, the background task group (workers) and the
 registries of the layers. No module-level state: open as many runtimes side by side as you like.
 
-    async with Runtime.open("./.rath") as rt:
+    async with Runtime.open("~/.rath") as rt:
         s = await rt.sessions.create([{"kind": "user", "content": "hi"}])
 """
 
@@ -23,20 +23,33 @@ from runtime.backend import StoreBackend
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.service import RunService
 from runtime.durable.worker import run_worker
-from runtime.errors import InvalidInputError
+from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
-from runtime.sandbox.opensandbox import OpenSandboxSettings
+from runtime.sandbox.local import resolve_isolation
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
+from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sessions.service import SessionService
-from runtime.store import StoreURL, open_backend, resolve_store
+from runtime.store import DB_FILE, StoreURL, open_backend, resolve_store
 from runtime.workflows import builtin_workflows
+
+DEFAULT_HOME = "~/.rath"
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
-    """``home`` if given, else ``$RATH_HOME``, else ``./.rath``."""
-    chosen = home if home is not None else os.environ.get("RATH_HOME") or ".rath"
+    """``home`` if given, else ``$RATH_HOME``, else ``~/.rath``.
+
+    Not the working directory: desktop hosts start servers in a directory of their own choosing, and
+    a server must find the same state wherever it was started.
+    """
+    chosen = home if home is not None else os.environ.get("RATH_HOME") or DEFAULT_HOME
     return Path(chosen).expanduser().resolve()
+
+
+def store_path(home: Path) -> Path:
+    """The SQLite file of the default store under ``home`` (``--store`` may name another)."""
+    return home / DB_FILE
 
 
 def _check_scope(name: str, value: str) -> str:
@@ -58,6 +71,7 @@ class Runtime:
         *,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> None:
         self.home = home
         self.store = store
@@ -71,7 +85,9 @@ class Runtime:
             self.workflows.register(workflow)
         self.runs = RunService(self, store.runs(tenant, project))
         self.providers = ProviderRegistry(home)
-        self.sandboxes = SandboxRegistry(home, default_backend=sandbox, opensandbox_settings=opensandbox)
+        self.sandboxes = SandboxRegistry(
+            home, default_backend=sandbox, opensandbox_settings=opensandbox, policy=sandbox_policy
+        )
 
     @classmethod
     @asynccontextmanager
@@ -87,27 +103,48 @@ class Runtime:
         lease_s: float = 30.0,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
+        create: bool = True,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
         ``store``: a store URL (``sqlite:///ABSOLUTE/PATH.db``, ``postgresql://…``); default ``rath.db``
         under the home (which holds sandbox workspaces and config either way).
-
+        ``create=False``: the store must exist already (inspecting never leaves an empty one behind).
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
+        ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
         """
         _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
         _check_scope("project", project)
         check_backend_name(sandbox)
+        if not isinstance(workers, int) or workers < 0:
+            raise InvalidInputError(f"workers must be a whole number of runs, 0 or more (got {workers!r})")
+        if not lease_s > 0 or lease_s == float("inf"):
+            raise InvalidInputError(f"lease_s must be a positive number of seconds (got {lease_s!r})")
         root = resolve_home(home)
         url = resolve_store(store, root)  # checked before anything is opened: a plain error
+        if not create and url.path is not None and not url.path.is_file():
+            raise StoreError(f"there is no store at {url.path}")
+        if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
+            sandbox_policy = load_policy(root)
+        resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
-                rt = cls(root, backend, tenant, project, tg, sandbox=sandbox, opensandbox=opensandbox)
+                rt = cls(
+                    root,
+                    backend,
+                    tenant,
+                    project,
+                    tg,
+                    sandbox=sandbox,
+                    opensandbox=opensandbox,
+                    sandbox_policy=sandbox_policy,
+                )
                 rt.runs.lease_s = lease_s
                 tg.start_soon(rt.runs.follow_others)
                 if workers:

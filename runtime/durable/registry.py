@@ -82,13 +82,24 @@ def _import(target: str) -> ModuleType:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception:
+        except Exception as exc:
             del sys.modules[name]
-            raise
+            raise InvalidInputError(f"could not load workflows from {target}: {_why(exc)}; fix the file") from exc
         return module
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as exc:
-        raise NotFoundError(
-            f"cannot import workflow module {target!r} ({exc}); give a module name or a .py file path"
-        ) from None
+        if exc.name is not None and (target == exc.name or target.startswith(exc.name + ".")):
+            raise NotFoundError(
+                f"cannot import workflow module {target!r} ({exc}); give a module name or a .py file path"
+            ) from None
+        raise InvalidInputError(f"could not load workflows from module {target}: {_why(exc)}") from exc
+    except Exception as exc:  # the module exists but fails as it is imported: a bad file, reported in one line
+        raise InvalidInputError(f"could not load workflows from module {target}: {_why(exc)}; fix it") from exc
+
+
+def _why(exc: Exception) -> str:
+    """An import failure in one line: the error, and for a syntax error where it is."""
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}"

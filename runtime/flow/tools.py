@@ -211,14 +211,53 @@ _TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S, "
 
 
 def _command_result(result: CommandResult) -> dict[str, Any]:
-    return {
+    """A command's result for the model, always valid JSON within ``MAX_RESULT_CHARS``.
+
+    Long output is cut inside its own field (stdout first, then stderr, each keeping its start), never
+    across the JSON text, so ``exit_code``, ``timed_out``, ``truncated``, ``limit`` and ``duration_s`` survive.
+    """
+    body: dict[str, Any] = {
         "exit_code": result.exit_code,
         "stdout": result.stdout,
         "stderr": result.stderr,
         "timed_out": result.timed_out,
         "truncated": result.truncated,
+        "limit": result.limit,
         "duration_s": round(result.duration_s, 3),
     }
+    sizes = {f: _json_len(body[f]) for f in ("stdout", "stderr")}
+    room = MAX_RESULT_CHARS - len(json.dumps({**body, "stdout": "", "stderr": ""}, ensure_ascii=False))
+    if sum(sizes.values()) <= room:
+        return body
+    # Each stream gets half the room, and what one does not need goes to the other.
+    small, large = sorted(sizes, key=lambda f: sizes[f])
+    budgets = {small: min(sizes[small], room // 2)}
+    budgets[large] = room - budgets[small]
+    for f in ("stdout", "stderr"):
+        if sizes[f] > budgets[f]:
+            body[f] = _cut(body[f], budgets[f])
+            body["truncated"] = True
+    return body
+
+
+def _json_len(text: str) -> int:
+    """Characters ``text`` takes inside a JSON string (escapes counted), quotes excluded."""
+    return len(json.dumps(text, ensure_ascii=False)) - 2
+
+
+def _cut(text: str, budget: int) -> str:
+    """The longest start of ``text`` that, with the cut-off marker, fits ``budget`` JSON characters."""
+    low, high = 0, len(text)
+    while low < high:  # binary search: escapes make the JSON length of a prefix non-uniform
+        mid = (low + high + 1) // 2
+        if _json_len(text[:mid] + _CUT_MARKER.format(len(text) - mid)) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low] + _CUT_MARKER.format(len(text) - low)
+
+
+_CUT_MARKER = "\n[... {} more characters cut off; redirect the output to a file and read it in parts]"
 
 
 def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:

@@ -63,12 +63,22 @@ class BackendUnavailableError(SandboxError):
     """The backend cannot be reached or is not configured."""
 
 
+class IsolationUnavailableError(BackendUnavailableError):
+    """Commands were asked for but no isolation backend is available (and ``--isolation none`` was not chosen)."""
+
+
+class WorkspaceFullError(SandboxError):
+    """A write would take the workspace over its size cap."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a sandbox can do, reported so that agents (and users) know what isolation they get.
 
-    ``isolation`` is ``"bubblewrap"`` (local, namespaced), ``"none"`` (local, plain subprocesses
-    confined only by path checks and a clean environment) or ``"container"`` (opensandbox).
+    ``isolation`` is ``"bubblewrap"`` (local, namespaced, unprivileged), ``"none"`` (local, plain
+    subprocesses confined only by path checks, limits and a clean environment: chosen explicitly),
+    ``"unavailable"`` (local, no bubblewrap and no opt-out: commands are refused) or ``"container"``
+    (opensandbox).
     """
 
     backend: str
@@ -76,11 +86,17 @@ class Capabilities:
     network: bool
     max_output_bytes: int
     languages: tuple[str, ...]
+    limits: dict[str, int] | None = None  # ToolLimits.describe(): what commands are held to
+    allow_net: tuple[str, ...] = ()  # host:ports reachable through the filtering proxy
+    unenforced: tuple[str, ...] = ()  # limits this host cannot hold (e.g. procs for root without a pids cgroup)
 
 
 @dataclass(frozen=True)
 class CommandResult:
-    """The outcome of a command. ``exit_code`` is -1 when the command was killed on timeout."""
+    """The outcome of a command. ``exit_code`` is -1 when the command was killed on timeout.
+
+    ``limit`` names the resource limit the command ran into (``memory``, ``procs``, ``file_size``,
+    ``cpu``, ``workspace``), if any; stderr then ends with a line saying so and how to raise it."""
 
     exit_code: int
     stdout: str
@@ -88,6 +104,7 @@ class CommandResult:
     timed_out: bool
     truncated: bool
     duration_s: float
+    limit: str | None = None
 
     @property
     def ok(self) -> bool:

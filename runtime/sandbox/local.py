@@ -2,14 +2,16 @@
 
 Confinement, in layers:
 
-- file operations go through ``paths`` (text check, symlink-resolving check, ``O_NOFOLLOW`` walk);
+- file operations go through ``paths`` (text check, symlink-resolving check, ``O_NOFOLLOW`` walk)
+  and ``localfs`` (the workspace size cap);
 - commands get a clean environment (``PATH``, ``HOME`` = the workspace, ``LANG``, plus what the
-  caller passes), a cwd inside the workspace, a timeout that kills the process group and capped
-  output (``process``);
-- when ``bwrap`` (bubblewrap) is installed, commands also run in fresh namespaces: the system
-  directories and a few ``/etc`` entries read-only (nothing else of the host: no ``/home``,
-  ``/root``, ``/var``, no other workspace), the workspace the only writable place, a private
-  ``/tmp``, no network, no view of other processes. ``Capabilities.isolation`` says which of the two you got.
+  caller passes), a cwd inside the workspace, a timeout that kills the whole command, capped
+  output (``process``), and the resource limits of the policy, set by the launcher (``launcher``);
+- with bubblewrap (``--isolation bwrap``, or ``auto`` where it is installed) commands also run
+  unprivileged in fresh namespaces (``confine``), reaching the network only through the allow-list
+  proxy (``netproxy``). Without it, ``auto`` refuses commands (``IsolationUnavailableError``) and
+  ``none`` runs them as plain subprocesses, still limited, in their own session, and killed with
+  every descendant. ``Capabilities.isolation`` says which one you got.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import functools
 import os
 import shutil
 import sys
+import tempfile
+from contextlib import AsyncExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -28,6 +33,7 @@ from runtime.sandbox.base import (
     Capabilities,
     CommandResult,
     FileEntry,
+    IsolationUnavailableError,
     PathEscapeError,
     SandboxError,
     SandboxFileNotFoundError,
@@ -37,34 +43,22 @@ from runtime.sandbox.base import (
     check_workspace_name,
     command_argv,
 )
+from runtime.sandbox.cgroup import PidsCgroup, find_pids_root
+from runtime.sandbox.confine import (
+    bwrap_argv,
+    detect_limit,
+    launcher_argv,
+    limit_message,
+    proxy_env,
+    read_status,
+    seccomp_pipe,
+)
 from runtime.sandbox.localfs import LocalFiles
+from runtime.sandbox.netproxy import filtering_proxy
+from runtime.sandbox.policy import SandboxPolicy
 from runtime.sandbox.process import run_process
 from runtime.sandbox.workspaces import copy_tree, remove_tree
 
-# Read-only system directories a sandboxed command may see (when they exist).
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# Only the parts of /etc that programs need to run: the rest (pip.conf, npmrc, database configs,
-# gitconfig, ...) can hold credentials and stays hidden.
-_ETC_ENTRIES = (
-    "alternatives",
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "passwd",
-    "group",
-    "nsswitch.conf",
-    "hosts",
-    "localtime",
-    "timezone",
-    "ssl",
-    "ca-certificates",
-    "mime.types",
-    "os-release",
-    "debian_version",
-    "protocols",
-    "services",
-    "locale.alias",
-)
 _LANG = "C.UTF-8"
 
 
@@ -80,8 +74,15 @@ def _search_path() -> str:
     return ":".join(dict.fromkeys(dirs))
 
 
+REFUSED = (
+    "commands and code need an isolation backend, and none is available here: install bubblewrap "
+    "(apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap, pacman -S bubblewrap), "
+    "or start the server with --isolation none to run them as plain, unisolated subprocesses"
+)
+
+
 class LocalSandbox:
-    """One workspace directory, opened."""
+    """One workspace directory, opened, under one policy."""
 
     backend = "local"
 
@@ -90,22 +91,47 @@ class LocalSandbox:
         workspace: str,
         root: Path,
         *,
-        use_bwrap: bool,
+        mode: str,
+        policy: SandboxPolicy,
         max_output_bytes: int,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        pids_root: Path | None = None,
     ) -> None:
         self.workspace = workspace
         self.root = root.resolve()
-        self._files = LocalFiles(self.root, workspace, max_file_bytes=max_file_bytes)
-        self._use_bwrap = use_bwrap
+        self.policy = policy
+        self.mode = mode  # "bubblewrap", "none" or "unavailable"
+        self._files = LocalFiles(
+            self.root, workspace, max_file_bytes=max_file_bytes, max_workspace_bytes=policy.limits.workspace_bytes
+        )
         self._max_output = max_output_bytes
+        self._max_file = max_file_bytes
+        self._pids_root = pids_root
         languages = ["python", "sh"] + (["bash"] if shutil.which("bash") else [])
         self.capabilities = Capabilities(
             backend="local",
-            isolation="bubblewrap" if use_bwrap else "none",
-            network=not use_bwrap,
+            isolation=mode,
+            network=mode == "none",
             max_output_bytes=max_output_bytes,
             languages=tuple(languages),
+            limits=policy.limits.describe(),
+            allow_net=tuple(str(t) for t in policy.allow_net) if mode == "bubblewrap" else (),
+            # RLIMIT_NPROC does not hold for host uid 0: without a pids cgroup a root server cannot count.
+            unenforced=("procs",) if pids_root is None and os.geteuid() == 0 else (),
+        )
+
+    def with_policy(self, policy: SandboxPolicy) -> LocalSandbox:
+        """The same workspace under another policy (a workflow's own limits or allow-list)."""
+        if policy == self.policy:
+            return self
+        return LocalSandbox(
+            self.workspace,
+            self.root,
+            mode=self.mode,
+            policy=policy,
+            max_output_bytes=self._max_output,
+            max_file_bytes=self._max_file,
+            pids_root=self._pids_root,
         )
 
     async def read_file(self, path: str) -> bytes:
@@ -134,23 +160,81 @@ class LocalSandbox:
         workdir = await anyio.to_thread.run_sync(self._files.directory, cwd)
         full_env = {"PATH": _search_path(), "HOME": str(self.root), "LANG": _LANG, "LC_ALL": _LANG}
         full_env.update(check_env(env))
+        if self.mode == "unavailable":
+            raise IsolationUnavailableError(REFUSED)
         if "/" not in argv[0] and shutil.which(argv[0], path=full_env["PATH"]) is None:
             # Same answer with or without bwrap (bwrap itself would exit 1): the shell's 127.
             return CommandResult(127, "", f"cannot run {argv[0]!r}: command not found\n", False, False, 0.0)
-        if self._use_bwrap:
-            argv = self._bwrap_prefix(workdir) + argv
         stdin_bytes = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        try:
-            return await run_process(
-                argv,
-                cwd=str(workdir),
-                env=full_env,
-                stdin=stdin_bytes,
-                timeout_s=timeout_s,
-                max_output_bytes=self._max_output,
+        async with AsyncExitStack() as stack:
+            proxy_socket = await self._network(stack, full_env)
+            limits = self.policy.limits
+            pids = await self._cgroup(stack)
+            status_r, status_w = os.pipe()
+            stack.callback(os.close, status_r)
+            full = launcher_argv(
+                _python(),
+                limits,
+                status_w,
+                bridge=proxy_socket is not None,
+                own_userns=self.mode == "bubblewrap",
+                pids_cgroup=pids is not None,
             )
-        except (FileNotFoundError, PermissionError) as exc:
-            return CommandResult(127, "", f"cannot run {argv[0]!r}: {exc.strerror}\n", False, False, 0.0)
+            full += argv
+            passed = [status_w]
+            if self.mode == "bubblewrap":
+                seccomp_fd = seccomp_pipe()
+                passed += [] if seccomp_fd is None else [seccomp_fd]
+                full = bwrap_argv(self.root, workdir, limits, proxy_socket=proxy_socket, seccomp_fd=seccomp_fd) + full
+            if pids is not None:
+                full = pids.enter_argv(full)
+            try:
+                result = await run_process(
+                    full,
+                    cwd=str(workdir),
+                    env=full_env,
+                    stdin=stdin_bytes,
+                    timeout_s=timeout_s,
+                    max_output_bytes=self._max_output,
+                    pass_fds=passed,
+                    graceful_kill=self.mode == "none",
+                )
+            except (FileNotFoundError, PermissionError) as exc:
+                return CommandResult(127, "", f"cannot run {argv[0]!r}: {exc.strerror}\n", False, False, 0.0)
+            status = read_status(status_r)
+            limit = None if result.timed_out else detect_limit(status, result.exit_code, result.stderr, limits)
+            if pids is not None and pids.hit_limit():
+                limit = "procs"
+        if limit is None and await anyio.to_thread.run_sync(self._files.over_cap):
+            limit = "workspace"
+        if limit is None:
+            return result
+        return replace(result, stderr=result.stderr + limit_message(limit, limits), limit=limit)
+
+    async def _network(self, stack: AsyncExitStack, env: dict[str, str]) -> str | None:
+        """Start the allow-list proxy for one command (bubblewrap only); its host socket path."""
+        if self.mode != "bubblewrap" or not self.policy.allow_net:
+            return None
+        directory = tempfile.mkdtemp(prefix="rath-net-")
+        stack.callback(shutil.rmtree, directory, True)
+        path = os.path.join(directory, "proxy.sock")
+        await stack.enter_async_context(filtering_proxy(path, self.policy.allows, label=f"workspace {self.workspace}"))
+        env.update(proxy_env())
+        return path
+
+    async def _cgroup(self, stack: AsyncExitStack) -> PidsCgroup | None:
+        if self._pids_root is None:
+            return None
+        root, limit = self._pids_root, self.policy.limits.procs
+
+        async def remove(group: PidsCgroup) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(group.destroy)
+
+        with anyio.CancelScope(shield=True):  # made and registered for removal as one step, even if cancelled
+            group = await anyio.to_thread.run_sync(PidsCgroup, root, limit)
+            stack.push_async_callback(remove, group)
+        return group
 
     async def run_code(self, code: str, *, language: str = "python", timeout_s: float = 30.0) -> CommandResult:
         interpreters = {"python": [_python(), "-"], "sh": ["sh", "-s"], "bash": ["bash", "-s"]}
@@ -164,27 +248,24 @@ class LocalSandbox:
     async def close(self) -> None:
         """Nothing to release: the workspace lives on disk until the backend destroys it."""
 
-    def _bwrap_prefix(self, workdir: Path) -> list[str]:
-        root = str(self.root)
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
-        for directory in _SYSTEM_DIRS:
-            if os.path.isdir(directory):
-                args += ["--ro-bind", directory, directory]
-        for entry in _ETC_ENTRIES:
-            path = f"/etc/{entry}"
-            if os.path.lexists(path):
-                args += ["--ro-bind", path, path]
-        prefix = sys.base_prefix
-        if not any(prefix == d or prefix.startswith(d + "/") for d in _SYSTEM_DIRS):
-            args += ["--ro-bind", prefix, prefix]
-        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root]
-        # bwrap's own root is a tmpfs; make it read-only too, so /tmp and the workspace are the only writable places.
-        args += ["--remount-ro", "/", "--chdir", str(workdir)]
-        return [*args, "--"]
+
+def resolve_isolation(isolation: str) -> str:
+    """``auto``/``bwrap``/``none`` -> the mode commands run in: ``bubblewrap``, ``none`` or ``unavailable``."""
+    available = shutil.which("bwrap") is not None
+    if isolation == "bwrap" and not available:
+        raise SandboxError(
+            "--isolation bwrap but bubblewrap is not installed; install it (apt-get install bubblewrap) "
+            "or choose --isolation auto or none"
+        )
+    if isolation == "none":
+        return "none"
+    return "bubblewrap" if available else "unavailable"
 
 
 class LocalBackend:
-    """Workspaces as directories under ``root``; see the module docstring for the isolation model."""
+    """Workspaces as directories under ``root``; see the module docstring for the isolation model.
+
+    ``use_bwrap`` (True/False) is shorthand for ``isolation="bwrap"``/``"none"``."""
 
     name = "local"
 
@@ -193,16 +274,19 @@ class LocalBackend:
         root: Path,
         *,
         use_bwrap: bool | None = None,
+        policy: SandboxPolicy | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.root = Path(root)
-        available = shutil.which("bwrap") is not None
-        if use_bwrap and not available:
-            raise SandboxError("use_bwrap=True but bubblewrap is not installed; install it: apt-get install bubblewrap")
-        self.use_bwrap = available if use_bwrap is None else use_bwrap
+        self.policy = policy or SandboxPolicy()
+        isolation = self.policy.isolation if use_bwrap is None else ("bwrap" if use_bwrap else "none")
+        self.mode = resolve_isolation(isolation)
+        self.use_bwrap = self.mode == "bubblewrap"
         self.max_output_bytes = max_output_bytes
         self.max_file_bytes = max_file_bytes
+        # RLIMIT_NPROC does not hold for host uid 0, so a root server limits processes by cgroup.
+        self.pids_root = find_pids_root() if os.geteuid() == 0 and self.mode != "unavailable" else None
 
     def path_of(self, workspace: str) -> Path:
         return self.root / check_workspace_name(workspace)
@@ -215,9 +299,11 @@ class LocalBackend:
         return LocalSandbox(
             workspace,
             path,
-            use_bwrap=self.use_bwrap,
+            mode=self.mode,
+            policy=self.policy,
             max_output_bytes=self.max_output_bytes,
             max_file_bytes=self.max_file_bytes,
+            pids_root=self.pids_root,
         )
 
     async def clone(self, src_workspace: str, dst_workspace: str) -> None:

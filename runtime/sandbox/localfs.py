@@ -4,7 +4,8 @@ These are blocking functions; ``LocalSandbox`` runs them in a worker thread. Eve
 path (refusing escapes), then opens it through a no-follow walk from an fd of the workspace root,
 so the check and the use cannot be told apart by a symlink raced in between.
 Writes go to a temporary file in the target directory and are renamed into place: a reader never
-sees half a file, and a failed write leaves the old content.
+sees half a file, and a failed write leaves the old content. A write that would take the workspace
+over its size cap is refused before anything is written (``WorkspaceFullError``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from runtime.sandbox.base import (
     NotAFileError,
     SandboxError,
     SandboxFileNotFoundError,
+    WorkspaceFullError,
     to_bytes,
     too_large,
 )
@@ -30,13 +32,57 @@ from runtime.sandbox.paths import display, open_dir_beneath, refused, resolve_in
 _FILE_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
+def tree_bytes(root: Path) -> int:
+    """Disk space used by the files under ``root`` (symlinks not followed; unreadable parts skipped)."""
+    total, todo = 0, [str(root)]
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for entry in entries:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if stat.S_ISDIR(st.st_mode):
+                        todo.append(entry.path)
+        except OSError:
+            continue
+    return total
+
+
 class LocalFiles:
     """Confined file access under one resolved workspace root."""
 
-    def __init__(self, root: Path, workspace: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+    def __init__(
+        self,
+        root: Path,
+        workspace: str,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_workspace_bytes: int | None = None,
+    ) -> None:
         self.root = root
         self.workspace = workspace
         self.max_file_bytes = max_file_bytes
+        self.max_workspace_bytes = max_workspace_bytes
+
+    def over_cap(self) -> bool:
+        """Whether the workspace uses more than its cap (checked after each command)."""
+        return self.max_workspace_bytes is not None and tree_bytes(self.root) > self.max_workspace_bytes
+
+    def _check_room(self, parts: tuple[str, ...], size: int) -> None:
+        if self.max_workspace_bytes is None:
+            return
+        old = self._lstat(parts)
+        freed = old.st_blocks * 512 if old is not None and stat.S_ISREG(old.st_mode) else 0
+        used = tree_bytes(self.root)
+        if used - freed + size > self.max_workspace_bytes:
+            raise WorkspaceFullError(
+                f"writing {size} bytes to {display(parts)!r} would take workspace {self.workspace!r} over its "
+                f"{self.max_workspace_bytes}-byte cap ({used} bytes used); delete files you no longer need, "
+                "or raise the cap with sandbox.workspace_size in config.json"
+            )
 
     @contextlib.contextmanager
     def _dir(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
@@ -107,6 +153,7 @@ class LocalFiles:
         parts = resolve_inside(self.root, path)
         if not parts:
             raise NotAFileError("'.' is the workspace directory; write to a file in it, e.g. 'notes.txt'")
+        self._check_room(parts, len(payload))
         try:
             with self._dir(parts[:-1], create=True) as dir_fd:
                 self._replace(dir_fd, parts, payload)

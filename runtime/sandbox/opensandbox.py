@@ -7,6 +7,14 @@ later ``open`` of the same name attaches to the same container instead of making
 
 Settings come from arguments, else ``OPEN_SANDBOX_DOMAIN`` / ``OPEN_SANDBOX_API_KEY`` (read by the
 SDK). The api key is never logged or put in error messages. Tests pass a local emulator's domain.
+
+The runtime's ``SandboxPolicy`` is applied as far as the OpenSandbox API can express it: the memory
+limit becomes the container's memory limit (``resourceLimits``: the whole container, not each
+process), the allow-list becomes an egress ``networkPolicy`` (deny by default, allow each listed
+host: the API matches host names only, so ports cannot be restricted), and the CPU, file-size and
+process limits are set with ``ulimit`` around every command (see ``OpenSandboxSandbox``). The
+workspace size cap is not checked here, and a workflow's own policy does not apply (containers are
+made once per workspace).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -25,40 +33,21 @@ from opensandbox import SandboxManager
 from opensandbox.config import ConnectionConfig
 from opensandbox.exceptions import SandboxException
 from opensandbox.models.filesystem import WriteEntry
-from opensandbox.models.sandboxes import SandboxFilter
+from opensandbox.models.sandboxes import NetworkPolicy, NetworkRule, SandboxFilter
 
 from runtime.sandbox.base import (
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES,
     SandboxError,
     SandboxFileNotFoundError,
     check_workspace_name,
 )
 from runtime.sandbox.opensandbox_box import HIDDEN_PREFIX, OpenSandboxSandbox, translate
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
+from runtime.sandbox.policy import SandboxPolicy
 from runtime.sandbox.workspaces import WorkspaceExistsError
 
 WORKSPACE_LABEL = "rath-workspace"
 NAMESPACE_LABEL = "rath-namespace"
 ATTEMPT_LABEL = "rath-attempt"  # one creation attempt, so a container whose start failed can be found and killed
-
-
-@dataclass(frozen=True)
-class OpenSandboxSettings:
-    """How to reach an OpenSandbox server and what each workspace container looks like."""
-
-    domain: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    protocol: str = "http"
-    image: str = "python:3.11-slim"
-    root_dir: str = "/workspace"
-    namespace: str = "rath"
-    request_timeout_s: float = 30.0
-    ready_timeout_s: float = 30.0
-    sandbox_timeout_s: float | None = None  # container lifetime; None keeps it until destroyed
-    use_server_proxy: bool = False
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False, compare=False)
 
 
 class OpenSandboxBackend:
@@ -73,8 +62,10 @@ class OpenSandboxBackend:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         settings: OpenSandboxSettings | None = None,
+        policy: SandboxPolicy | None = None,
         **overrides: Any,
     ) -> None:
+        self.policy = policy or SandboxPolicy()
         base = settings or OpenSandboxSettings()
         given: dict[str, Any] = {"domain": domain, "api_key": api_key, "transport": transport}
         self.settings = replace(base, **{k: v for k, v in given.items() if v is not None}, **overrides)
@@ -145,13 +136,18 @@ class OpenSandboxBackend:
         s = self.settings
         attempt = {**self._labels(workspace), ATTEMPT_LABEL: uuid.uuid4().hex}
         sdk: SdkSandbox | None = None
+        # Made here rather than inside the SDK, so that a start cancelled half-way can close its
+        # connections under a shield (the SDK's own cleanup runs unshielded and is cut short).
+        config = self._config().with_transport_if_missing()
         try:
             sdk = await SdkSandbox.create(
                 s.image,
                 metadata=attempt,
+                resource={"cpu": "1", "memory": f"{max(1, self.policy.limits.memory_bytes // 1024**2)}Mi"},
+                network_policy=self._network_policy(),
                 timeout=None if s.sandbox_timeout_s is None else timedelta(seconds=s.sandbox_timeout_s),
                 ready_timeout=timedelta(seconds=s.ready_timeout_s),
-                connection_config=self._config(),
+                connection_config=config,
             )
             await sdk.files.create_directories([WriteEntry(path=s.root_dir, mode=755)])
         except BaseException as exc:
@@ -159,10 +155,17 @@ class OpenSandboxBackend:
                 await self._kill_labelled(attempt)
                 if sdk is not None:
                     await sdk.close()
+                else:
+                    await config.close_transport_if_owned()
             if isinstance(exc, SandboxException):
                 raise translate(exc, f"open workspace {workspace!r}") from exc
             raise
         return self._box(workspace, sdk)
+
+    def _network_policy(self) -> NetworkPolicy:
+        """Egress: nothing by default; each allowed host by name (the API has no ports)."""
+        hosts = dict.fromkeys(t.host for t in self.policy.allow_net)
+        return NetworkPolicy(defaultAction="deny", egress=[NetworkRule(action="allow", target=h) for h in hosts])
 
     async def _kill_labelled(self, labels: dict[str, str]) -> None:
         """Kill every running container carrying ``labels`` (best effort: this is already cleanup)."""
@@ -175,7 +178,12 @@ class OpenSandboxBackend:
     def _box(self, workspace: str, sdk: SdkSandbox) -> OpenSandboxSandbox:
         s = self.settings
         return OpenSandboxSandbox(
-            workspace, sdk, root_dir=s.root_dir, max_output_bytes=s.max_output_bytes, max_file_bytes=s.max_file_bytes
+            workspace,
+            sdk,
+            root_dir=s.root_dir,
+            max_output_bytes=s.max_output_bytes,
+            max_file_bytes=s.max_file_bytes,
+            policy=self.policy,
         )
 
     async def clone(self, src_workspace: str, dst_workspace: str) -> None:

@@ -7,6 +7,10 @@ the isolation boundary, so a symlink inside it can only reach the container's ow
 execd has no stdin for commands, so stdin is uploaded to a hidden file in the workspace and
 redirected from it (its path is given relative to the command's cwd, which keeps the wrapper
 independent of where the container mounts things); the file is removed afterwards.
+
+Every command runs under ``ulimit`` (CPU seconds, file size, address space and processes of the
+policy), set by ``sh`` in the container before it ``exec``s the command; a command that ran into one
+gets ``CommandResult.limit`` and a line on stderr, as with the local backend.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import posixpath
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -42,7 +47,9 @@ from runtime.sandbox.base import (
     to_bytes,
     too_large,
 )
+from runtime.sandbox.confine import detect_limit, limit_message
 from runtime.sandbox.paths import relative_parts
+from runtime.sandbox.policy import SandboxPolicy
 from runtime.sandbox.process import TIMEOUT_EXIT_CODE, truncation_marker
 
 HIDDEN_PREFIX = ".rath-"
@@ -109,9 +116,11 @@ class OpenSandboxSandbox:
         root_dir: str,
         max_output_bytes: int,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        policy: SandboxPolicy | None = None,
     ) -> None:
         self.workspace = workspace
         self.sdk = sdk
+        self.policy = policy or SandboxPolicy()
         self.max_file_bytes = max_file_bytes
         quiet_expected_404s()
         self.root_dir = root_dir
@@ -119,10 +128,23 @@ class OpenSandboxSandbox:
         self.capabilities = Capabilities(
             backend="opensandbox",
             isolation="container",
-            network=True,
+            network=bool(self.policy.allow_net),
             max_output_bytes=max_output_bytes,
             languages=("python", "sh", "bash"),
+            limits=self.policy.limits.describe(),
+            allow_net=tuple(dict.fromkeys(t.host for t in self.policy.allow_net)),
         )
+
+    def _limited(self, argv: list[str]) -> list[str]:
+        """``argv`` under the policy's ulimits (dash calls the process limit -p, bash -u)."""
+        lim = self.policy.limits
+        script = (
+            f"ulimit -t {lim.cpu_s} && ulimit -f {lim.file_size_bytes // 512} && "
+            f"ulimit -v {lim.memory_bytes // 1024} && "
+            f"{{ ulimit -u {lim.procs} 2>/dev/null || ulimit -p {lim.procs} 2>/dev/null; }}; "
+            'exec "$@"'
+        )
+        return ["sh", "-c", script, "sh", *argv]
 
     def _abs(self, path: str) -> str:
         return posixpath.join(self.root_dir, *relative_parts(path))
@@ -221,12 +243,17 @@ class OpenSandboxSandbox:
             await self._call("upload stdin", lambda: self.sdk.files.write_file(stdin_file, to_bytes(stdin) or b""))
             argv = ["sh", "-c", 'exec "$@" < "$0"', posixpath.relpath(stdin_file, workdir), *argv]
         try:
-            return await self._execute(argv, env, timeout_s, workdir)
+            result = await self._execute(self._limited(argv), env, timeout_s, workdir)
         finally:
             if stdin_file is not None:
                 # Best effort: a leftover scratch file must not turn a finished command into an error.
                 with anyio.CancelScope(shield=True), contextlib.suppress(SandboxError):
                     await self._call("remove stdin", lambda: self.sdk.files.delete_files([stdin_file]))
+        limits = self.policy.limits
+        limit = None if result.timed_out else detect_limit({}, result.exit_code, result.stderr, limits)
+        if limit is None:
+            return result
+        return replace(result, stderr=result.stderr + limit_message(limit, limits), limit=limit)
 
     async def _execute(self, argv: list[str], env: dict[str, str], timeout_s: float, workdir: str) -> CommandResult:
         out, err = _Capped(self._max_output), _Capped(self._max_output)

@@ -10,6 +10,9 @@ Why each piece:
   bounded. A truncated stream ends with a marker telling the reader how to get the rest.
 - stdin is written from its own task and closed, so a child that reads little never deadlocks
   against one that writes a lot.
+- With ``graceful_kill`` (the launcher of ``--isolation none``, a subreaper) the child first gets
+  SIGTERM on timeout, so it can kill descendants that left its process group (``setsid``), then
+  the group gets SIGKILL. Inside bubblewrap the pid namespace dies with the sandbox instead.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
@@ -27,6 +31,7 @@ from runtime.sandbox.base import CommandResult
 
 TIMEOUT_EXIT_CODE = -1
 _READ_CHUNK = 65536
+_GRACE_S = 5.0  # how long a launcher gets to clean up after SIGTERM before the group is killed
 
 
 def truncation_marker(limit: int) -> str:
@@ -85,19 +90,28 @@ async def run_process(
     stdin: bytes | None,
     timeout_s: float,
     max_output_bytes: int,
+    pass_fds: Sequence[int] = (),
+    graceful_kill: bool = False,
 ) -> CommandResult:
-    """Run ``argv`` and wait for it (or for the timeout); never raises for the child's own failures."""
+    """Run ``argv`` and wait for it (or for the timeout); never raises for the child's own failures.
+
+    ``pass_fds`` are inherited by the child and closed here once it has started."""
     started = time.monotonic()
     out, err = _Capture(max_output_bytes), _Capture(max_output_bytes)
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
     try:
         with anyio.move_on_after(timeout_s) as scope:
             async with anyio.create_task_group() as tg:
@@ -109,6 +123,11 @@ async def run_process(
     finally:
         # Kill the group whatever happened: on timeout, and also after a normal exit, so that
         # background children (``cmd &``) do not outlive the command that started them.
+        if graceful_kill and process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_GRACE_S):
+                await process.wait()
         _kill_group(process)
         with anyio.CancelScope(shield=True):
             await process.wait()

@@ -3,6 +3,9 @@
 A session's ``placement`` is ``{backend, workspace}``. The registry owns one instance of each
 backend, opens each (backend, workspace) once and hands the same ``Sandbox`` to every caller until
 ``aclose``. ``isolate`` gives a forked session its own copy of the workspace.
+
+The registry's ``SandboxPolicy`` (isolation, limits, network allow-list) comes from ``config.json``
+and the CLI flags; ``get(..., workflow=name)`` applies that workflow's own entry, if any.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any
 import anyio
 
 from runtime.sandbox.base import Backend, Sandbox, SandboxError, check_workspace_name
-from runtime.sandbox.local import LocalBackend
-from runtime.sandbox.opensandbox import OpenSandboxBackend, OpenSandboxSettings
+from runtime.sandbox.local import LocalBackend, LocalSandbox
+from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
+from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sessions import Placement
 
 DEFAULT_WORKSPACE = "default"
@@ -39,13 +43,16 @@ class SandboxRegistry:
         opensandbox_settings: OpenSandboxSettings | dict[str, Any] | None = None,
         *,
         use_bwrap: bool | None = None,
+        policy: SandboxPolicy | None = None,
     ) -> None:
         if isinstance(opensandbox_settings, dict):
             opensandbox_settings = OpenSandboxSettings(**opensandbox_settings)
         self.home = Path(home)
+        self.policy = policy if policy is not None else load_policy(self.home)
+        self._opensandbox_settings = opensandbox_settings
+        # The opensandbox backend (and its slow-to-import SDK) is made when first named: see _check_backend.
         self.backends: dict[str, Backend] = {
-            "local": LocalBackend(self.home / "workspaces", use_bwrap=use_bwrap),
-            "opensandbox": OpenSandboxBackend(settings=opensandbox_settings),
+            "local": LocalBackend(self.home / "workspaces", use_bwrap=use_bwrap, policy=self.policy),
         }
         self.default_backend = self._check_backend(default_backend)
         self._open: dict[tuple[str, str], Sandbox] = {}
@@ -56,8 +63,13 @@ class SandboxRegistry:
         self.backends[backend.name] = backend
 
     def _check_backend(self, name: str) -> str:
+        if name == "opensandbox" and name not in self.backends:
+            from runtime.sandbox.opensandbox import OpenSandboxBackend
+
+            self.backends[name] = OpenSandboxBackend(settings=self._opensandbox_settings, policy=self.policy)
         if name not in self.backends:
-            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of {', '.join(sorted(self.backends))}")
+            known = ", ".join(sorted(set(self.backends) | set(BUILTIN_BACKENDS)))
+            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of {known}")
         return name
 
     def placement(self, workspace: str | None = None, backend: str | None = None) -> Placement:
@@ -69,8 +81,22 @@ class SandboxRegistry:
         backend = self._check_backend(placement.backend or self.default_backend)
         return backend, check_workspace_name(placement.workspace or DEFAULT_WORKSPACE)
 
-    async def get(self, placement: Placement) -> Sandbox:
-        """The opened sandbox for ``placement`` (opened on first use, then cached)."""
+    @property
+    def isolation(self) -> str:
+        """What local commands run in: ``bubblewrap``, ``none`` or ``unavailable`` (refused)."""
+        local = self.backends.get("local")
+        return local.mode if isinstance(local, LocalBackend) else "unknown"
+
+    async def get(self, placement: Placement, *, workflow: str | None = None) -> Sandbox:
+        """The opened sandbox for ``placement`` (opened on first use, then cached); under
+        ``workflow``'s own policy when config.json gives it one (local backend)."""
+        sandbox = await self._get(placement)
+        policy = self.policy.for_workflow(workflow)
+        if isinstance(sandbox, LocalSandbox) and policy != sandbox.policy:
+            return sandbox.with_policy(policy)
+        return sandbox
+
+    async def _get(self, placement: Placement) -> Sandbox:
         key = self._key(placement)
         # One lock per workspace: a slow container start does not hold up other workspaces.
         lock = self._locks.setdefault(key, anyio.Lock())

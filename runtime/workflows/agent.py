@@ -84,10 +84,13 @@ async def journaled_input_session(ctx: StepContext) -> Session:
     return await ctx.runtime.sessions.get(session_id)
 
 
-async def workspace_tools(ctx: StepContext, session: Session, stack: AsyncExitStack) -> list[FlowToolCall]:
-    """Sandbox tools on the session's placement plus the tools of configured MCP servers (kept open by ``stack``)."""
+async def workspace_tools(
+    ctx: StepContext, session: Session, stack: AsyncExitStack, *, workflow: str | None = None
+) -> list[FlowToolCall]:
+    """Sandbox tools on the session's placement (under ``workflow``'s sandbox policy from config.json,
+    if it has one) plus the tools of configured MCP servers (kept open by ``stack``)."""
     rt = ctx.runtime
-    tools = sandbox_tools(await rt.sandboxes.get(session.placement))
+    tools = sandbox_tools(await rt.sandboxes.get(session.placement, workflow=workflow))
     for spec in mcp_server_specs(rt.home):
         server = await stack.enter_async_context(MCPToolServer(spec))
         tools += await server.tools()
@@ -124,7 +127,7 @@ class AgentWorkflow(Workflow):
         provider = provider_for(ctx)
         session = await journaled_input_session(ctx)
         async with AsyncExitStack() as stack:
-            tools = await workspace_tools(ctx, session, stack) if inp.get("tools", True) else []
+            tools = await workspace_tools(ctx, session, stack, workflow=self.name) if inp.get("tools", True) else []
             agent = Agent(
                 str(inp.get("system") or DEFAULT_SYSTEM),
                 provider,

@@ -109,7 +109,7 @@ class Team(Workflow):
             agent = Agent(
                 MEMBERS[member][1],
                 rt.providers.get(inp.get("provider")),
-                await workspace_tools(ctx, session, stack),
+                await workspace_tools(ctx, session, stack, workflow=self.name),
                 memory=MemoryOptions() if member == "researcher" else False,
                 max_rounds=int(inp.get("max_rounds", 6)),
                 token_budget=inp.get("token_budget"),

@@ -113,9 +113,9 @@ class Flaky(Workflow):
 
 
 class SlowFlaky(Workflow):
-    """Fails once, then waits a long backoff (3 s) before its retry."""
+    """Fails once, then waits a backoff (an hour) far longer than any test runs before its retry."""
 
-    @step(entry=True, effects=EffectClass.READ_ONLY, retry=RetryPolicy(max_attempts=2, backoff_s=3.0))
+    @step(entry=True, effects=EffectClass.READ_ONLY, retry=RetryPolicy(max_attempts=2, backoff_s=3600.0))
     async def attempt_it(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         if ctx.attempt < 2:
             raise RuntimeError("first attempt fails on purpose")

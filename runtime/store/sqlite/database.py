@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.ids import now
+from runtime.store.sqlite import health
 
 T = TypeVar("T")
 
@@ -182,8 +183,14 @@ class SQLiteDatabase:
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self, migrations: Sequence[Migration]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        writer, readers = await anyio.to_thread.run_sync(self._open_sync, list(migrations))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError(f"{self.path.parent} is a file, not a directory: give a directory for the store") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create the directory {self.path.parent} for the store: {exc.strerror}") from exc
+        with health.translated(self.path):
+            writer, readers = await anyio.to_thread.run_sync(self._open_sync, list(migrations))
         self._here = readers.pop()
         self._here.execute(f"PRAGMA busy_timeout={_LOOKUP_BUSY_TIMEOUT_MS}")
         self._writer = _ConnectionThreads("rath-sqlite-writer", [writer])
@@ -192,10 +199,14 @@ class SQLiteDatabase:
     def _open_sync(self, migrations: list[Migration]) -> tuple[sqlite3.Connection, list[sqlite3.Connection]]:
         opened = [_connect(self.path, self.synchronous)]
         try:
+            health.verify_opened(opened[0], self.path)  # a damaged or foreign file is refused before any write
             mode = opened[0].execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
             apply_migrations(opened[0], migrations)
+            missing = health.missing_schema(opened[0], migrations)
+            if missing:
+                raise StoreError(f"the store at {self.path} lacks {', '.join(missing)}: {health.DAMAGE_HINT}")
             for _ in range(_READERS + 1):  # the last one serves lookup()
                 opened.append(_connect(self.path, self.synchronous))
         except BaseException:
@@ -245,7 +256,7 @@ class SQLiteDatabase:
                     self._pending.remove(item)
                 raise
         if item.error is not None:
-            raise item.error
+            raise health.store_error(self.path, item.error) or item.error
         return item.result  # type: ignore[no-any-return]
 
     async def _lead_batch(self) -> None:
@@ -273,8 +284,9 @@ class SQLiteDatabase:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
+            error = health.store_error(self.path, exc) or StoreError(f"could not start a write transaction: {exc}")
             for item in items:
-                item.error, item.done = StoreError(f"could not start a write transaction: {exc}"), True
+                item.error, item.done = error, True
             return
         try:
             for item in items:
@@ -295,9 +307,10 @@ class SQLiteDatabase:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
+            lost = health.store_error(self.path, exc) or StoreError(f"the write transaction failed: {exc}")
             for item in items:
                 if item.error is None:
-                    item.result, item.error = None, StoreError(f"the write transaction failed: {exc}")
+                    item.result, item.error = None, lost
             if not isinstance(exc, sqlite3.Error):
                 raise
         finally:
@@ -310,7 +323,8 @@ class SQLiteDatabase:
         readers = self._readers
         if readers is None:
             raise StoreError("the database is closed")
-        return await readers.run(partial(_in_snapshot, fn))
+        with health.translated(self.path):
+            return await readers.run(partial(_in_snapshot, fn))
 
     async def lookup(self, fn: Callable[[sqlite3.Connection], T], *, small: Callable[[sqlite3.Connection], bool]) -> T:
         """Run a small point read ``fn(conn)`` right here, on the event loop's thread, as one snapshot.
@@ -332,9 +346,12 @@ class SQLiteDatabase:
             done, value = _in_snapshot(lambda c: (True, fn(c)) if small(c) else (False, None), conn)
             if done:
                 return cast(T, value)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                raise
+                error = health.store_error(self.path, exc)
+                if error is None:
+                    raise
+                raise error from exc
         return await self.read(fn)
 
 
