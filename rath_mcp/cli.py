@@ -24,6 +24,7 @@ import anyio.to_thread
 from rath_mcp import shell
 from rath_mcp.shell import existing_store, note, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
+from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
@@ -32,6 +33,7 @@ from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 EXIT_DOMAIN_ERROR = 1
 EXIT_USAGE = 2
+EXIT_MIGRATIONS_PENDING = 2  # serve/worker on a store whose schema needs `rath-mcp migrate` first
 EXIT_INTERRUPTED = 130
 
 
@@ -182,7 +184,7 @@ def _report(exc: BaseException) -> int:
             logging.getLogger("rath_mcp").error("unexpected error", exc_info=exc)
         text = f"unexpected {type(exc).__name__}: {exc} (a bug; set RATH_DEBUG=1 to see the traceback)"
     print(f"rath-mcp: error: {' '.join(text.split())}", file=sys.stderr)
-    return EXIT_DOMAIN_ERROR
+    return EXIT_MIGRATIONS_PENDING if isinstance(exc, SchemaBehindError) else EXIT_DOMAIN_ERROR
 
 
 async def _dispatch(args: argparse.Namespace) -> int:

@@ -53,6 +53,10 @@ class StoreError(RathError):
     """The store could not carry out the request."""
 
 
+class SchemaBehindError(StoreError):
+    """The store's schema needs migrations this process may not run (``rath-mcp migrate`` does; CLI exit 2)."""
+
+
 class LeaseLostError(StoreError):
     """A worker tried to commit with a fencing token that is no longer current."""
 

@@ -21,7 +21,7 @@ FORMS = "sqlite:///ABSOLUTE/PATH.db or postgresql://user@host:port/dbname"
 #: scheme -> the module implementing it (see ``runtime.store.open_backend``); None: not in this build.
 BACKENDS: dict[str, str | None] = {
     "sqlite": "runtime.store.sqlite.backend",
-    "postgresql": None,
+    "postgresql": "runtime.store.postgres.backend",
 }
 _ALIASES = {"postgres": "postgresql"}
 

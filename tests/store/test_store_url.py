@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from runtime import InvalidInputError, Runtime
+from runtime.errors import StoreError
 from runtime.store import BACKENDS, backend_module, default_url, parse_store_url, redact, resolve_store
 
 pytestmark = pytest.mark.anyio
@@ -35,14 +36,15 @@ def test_a_url_of_no_known_form_is_refused_naming_the_forms(bad: str) -> None:
     assert "\n" not in message and ("postgresql://user@host:port/dbname" in message)
 
 
-def test_postgresql_is_known_but_not_in_this_build_and_its_password_is_never_shown() -> None:
-    url = parse_store_url("postgresql://rath:s3cret@127.0.0.1:5432/rath")
+async def test_postgresql_is_built_in_and_its_password_is_never_shown() -> None:
+    url = parse_store_url("postgresql://rath:s3cret@127.0.0.1:1/rath")  # port 1: nothing listens there
     assert url.scheme == "postgresql" and "s3cret" not in str(url)
     assert parse_store_url("postgres://rath@db.internal/rath").scheme == "postgresql"
-    assert BACKENDS["postgresql"] is None  # the PostgreSQL backend registers itself here when it lands
-    with pytest.raises(InvalidInputError, match="not available yet in this build") as caught:
-        backend_module(url)
-    assert "s3cret" not in str(caught.value)
+    assert BACKENDS["postgresql"] == "runtime.store.postgres.backend"
+    module = backend_module(url)
+    with pytest.raises(StoreError, match="unreachable") as caught:
+        await module.pending(url)
+    assert "s3cret" not in str(caught.value) and "\n" not in str(caught.value)
     assert (
         redact("postgresql://u:p@h/d") == "postgresql://u:***@h/d"
         and redact("postgresql://u@h/d") == "postgresql://u@h/d"
@@ -56,8 +58,8 @@ async def test_runtime_open_uses_the_store_it_is_given(tmp_path: Path) -> None:
     assert elsewhere.is_file() and not (tmp_path / "home" / "rath.db").exists()
     async with Runtime.open(tmp_path / "other-home", store=f"sqlite://{elsewhere}", workers=0) as rt:
         assert (await rt.sessions.info(made.id)).length == 1
-    with pytest.raises(InvalidInputError, match="not available yet"):
-        async with Runtime.open(tmp_path / "home", store="postgresql://u@127.0.0.1/db", workers=0):
+    with pytest.raises(StoreError, match="unreachable"):  # port 1: no PostgreSQL there
+        async with Runtime.open(tmp_path / "home", store="postgresql://u@127.0.0.1:1/db", workers=0):
             pass
 
 
@@ -83,7 +85,7 @@ async def test_the_cli_takes_store_from_the_flag_or_the_environment(tmp_path: Pa
 @pytest.mark.parametrize(
     ("store", "says"),
     [
-        ("postgresql://rath:s3cret@127.0.0.1:5432/rath", "not available yet in this build"),
+        ("postgresql://rath:s3cret@127.0.0.1:1/rath", "is unreachable"),  # port 1: no PostgreSQL there
         ("mysql://h/db", "sqlite:///ABSOLUTE/PATH.db or postgresql://user@host:port/dbname"),
         ("sqlite://relative.db", "absolute database file"),
     ],
@@ -93,6 +95,7 @@ async def test_a_bad_or_unavailable_store_is_one_line_on_stderr(
     tmp_path: Path, store: str, says: str, command: list[str]
 ) -> None:
     done = await rath(*command, "--home", str(tmp_path / "home"), "--store", store)
-    lines = done.stderr.decode().strip().splitlines()
+    # an inspection command first says which store it reads (a note, not part of the error)
+    lines = [line for line in done.stderr.decode().strip().splitlines() if "reading the store" not in line]
     assert done.returncode != 0 and len(lines) == 1 and says in lines[0], done.stderr
     assert "s3cret" not in done.stderr.decode() and not (tmp_path / "home" / "rath.db").exists()

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from runtime.errors import StoreError
+from runtime.errors import SchemaBehindError, StoreError
 from runtime.ids import now
 from runtime.store.postgres.faults import is_connection_lost, safe_location, unreachable
 
@@ -33,7 +33,7 @@ class Migration:
     sql: str
 
 
-class MigrationsPending(StoreError):
+class MigrationsPending(SchemaBehindError):
     """The store's schema is behind this version of rath-mcp; ``rath-mcp migrate`` brings it up."""
 
     def __init__(self, dsn: str, names: Sequence[str]) -> None:

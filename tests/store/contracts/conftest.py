@@ -1,37 +1,98 @@
 """The ``backend`` fixture every contract suite runs on: each store backend this build has, opened fresh.
 
-A backend joins by adding its name to ``BACKENDS`` and a branch to ``open_test_backend`` (the
-PostgreSQL one makes a database of its own per test session and drops it).
+A backend joins by adding its name to ``BACKENDS`` and a branch to ``open_test_backend``. The
+PostgreSQL one migrates a fresh schema of its own in this test session's own database (tests/pg.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runtime.backend import StoreBackend
-from runtime.store import open_backend, parse_store_url
+from runtime.store import StoreURL, open_backend, parse_store_url
+from runtime.store.postgres import Migration, PostgresDatabase, migrations
+from tests import pg
 
 BACKENDS = ["sqlite"]
 
 
-@asynccontextmanager
-async def open_test_backend(name: str, tmp_path: Path) -> AsyncIterator[StoreBackend]:
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """This test session's own PostgreSQL database (dropped at the end); asked for only by PG params."""
+    pg.require_postgres()
+    name = pg.create_database()
+    try:
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+async def _open(url: StoreURL) -> Any:
+    if url.scheme == "postgresql":  # opened directly: the scheme is registered only once all its stores are
+        from runtime.store.postgres import backend as postgres
+
+        return await postgres.open(url)
+    return await open_backend(url)
+
+
+def fresh_store_url(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreURL:
+    """A fresh, empty store of backend ``name`` (called outside the event loop: it may make a database)."""
     if name == "sqlite":
-        url = parse_store_url(f"sqlite://{tmp_path / 'contract.db'}")
-    else:  # pragma: no cover - a backend listed without a way to open it
-        raise AssertionError(f"no way to open a {name} backend for the contract tests")
-    backend: StoreBackend = await open_backend(url)
+        return parse_store_url(f"sqlite://{tmp_path / 'contract.db'}")
+    if name == "postgresql":
+        database = request.getfixturevalue("pg_database")
+        return parse_store_url(pg.url(database, search_path=asyncio.run(pg.create_schema(database))))
+    raise AssertionError(f"no way to open a {name} backend for the contract tests")  # pragma: no cover
+
+
+def postgres_dsn(request: pytest.FixtureRequest) -> str:
+    """A URL on a fresh schema of the session's PostgreSQL database (call it from a sync fixture)."""
+    return fresh_store_url("postgresql", Path("."), request).url
+
+
+@asynccontextmanager
+async def open_postgres(dsn: str, layer: Sequence[Migration]) -> AsyncIterator[PostgresDatabase]:
+    """The database at ``dsn`` with one layer's migrations applied (a layer's store tested on its own)."""
+    await migrations.apply(dsn, layer)
+    async with PostgresDatabase(dsn, max_size=4) as db:
+        yield db
+
+
+@asynccontextmanager
+async def open_test_backend(store: str | StoreURL, tmp_path: Path | None = None) -> AsyncIterator[StoreBackend]:
+    """Open a store: a URL from ``fresh_store_url`` (any backend), or ``"sqlite"`` in ``tmp_path``."""
+    if isinstance(store, str):
+        if store != "sqlite" or tmp_path is None:  # pragma: no cover - a test written wrongly
+            raise AssertionError(f"open a {store} store from its URL (the store_url fixture, fresh_store_url)")
+        store = parse_store_url(f"sqlite://{tmp_path / 'contract.db'}")
+    if store.scheme == "postgresql":
+        from runtime.store.postgres import backend as postgres
+
+        await postgres.migrate(store)  # PostgreSQL never migrates on open
+    backend: StoreBackend = await _open(store)
     try:
         yield backend
     finally:
         await backend.close()
 
 
+async def open_again(backend: StoreBackend) -> Any:
+    """A second backend on the same store: another process, as far as the store can tell."""
+    return await _open(backend.url)
+
+
 @pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreBackend]:
-    async with open_test_backend(request.param, tmp_path) as opened:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
+    return fresh_store_url(request.param, tmp_path, request)
+
+
+@pytest.fixture
+async def backend(store_url: StoreURL) -> AsyncIterator[StoreBackend]:
+    async with open_test_backend(store_url) as opened:
         yield opened

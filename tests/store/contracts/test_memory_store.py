@@ -7,19 +7,46 @@ not for one backend's exact scores; ``tests/memory`` holds the SQLite store to r
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
 import anyio
 import pytest
 
-from runtime.backend import StoreBackend
 from runtime.memory import text
 from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
+from runtime.store.postgres.memory import PostgresMemoryStore
+from runtime.store.postgres.schema import MEMORY
+from tests.store.contracts.conftest import BACKENDS, open_postgres, open_test_backend, postgres_dsn
 
 pytestmark = pytest.mark.anyio
 
 
-def memory(backend: StoreBackend, project: str = "default") -> MemoryStore:
-    store: MemoryStore = backend.memory("local", project)  # mypy checks the protocol here
-    return store
+Memories = Callable[[str], MemoryStore]  # a store of the same database for a project
+
+
+@pytest.fixture(params=[*dict.fromkeys([*BACKENDS, "postgresql"])])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def dsn(kind: str, request: pytest.FixtureRequest) -> str | None:
+    return postgres_dsn(request) if kind == "postgresql" else None
+
+
+@pytest.fixture
+async def memories(kind: str, dsn: str | None, tmp_path: Path) -> AsyncIterator[Memories]:
+    if dsn is not None:
+        async with open_postgres(dsn, MEMORY) as db:
+            yield lambda project: PostgresMemoryStore(db, "local", project)
+        return
+    async with open_test_backend(kind, tmp_path) as backend:
+        yield lambda project: backend.memory("local", project)
+
+
+def memory(memories: Memories, project: str = "default") -> MemoryStore:
+    return memories(project)
 
 
 def item(uri: str, content: str, scope: str = "user", **kw: object) -> NewMemory:
@@ -30,8 +57,8 @@ async def recall(store: MemoryStore, query: str, k: int = 10, scope: str | None 
     return [f.item.uri for f in await store.search(text.query_terms(query), k, scope)]
 
 
-async def test_items_read_back_by_id_and_uri_and_a_write_at_a_uri_replaces_it(backend: StoreBackend) -> None:
-    store = memory(backend)
+async def test_items_read_back_by_id_and_uri_and_a_write_at_a_uri_replaces_it(memories: Memories) -> None:
+    store = memory(memories)
     (first,) = await store.put([item("memory://user/a", "the cat sat", tags=("pets",), source="ses_1")])
     assert (first.uri, first.scope, first.content, first.tags, first.source) == (
         "memory://user/a", "user", "the cat sat", ("pets",), "ses_1"
@@ -41,11 +68,11 @@ async def test_items_read_back_by_id_and_uri_and_a_write_at_a_uri_replaces_it(ba
     assert again.id == first.id and again.created_at == first.created_at and again.content == "the dog ran"
     assert await recall(store, "cat") == [] and await recall(store, "dog") == ["memory://user/a"]
     assert await store.get("mem_nope") is None and await store.at("memory://user/none") is None
-    assert await memory(backend, "other").get(first.id) is None
+    assert await memory(memories, "other").get(first.id) is None
 
 
-async def test_recall_ranks_by_bm25_within_its_own_scope(backend: StoreBackend) -> None:
-    store = memory(backend)
+async def test_recall_ranks_by_bm25_within_its_own_scope(memories: Memories) -> None:
+    store = memory(memories)
     await store.put(
         [
             item("memory://user/1", "postgres replication lag alarm"),
@@ -55,7 +82,7 @@ async def test_recall_ranks_by_bm25_within_its_own_scope(backend: StoreBackend) 
             item("memory://user/5", "猫が好きです 我喜欢猫"),
         ]
     )
-    await memory(backend, "other").put([item("memory://user/x", "replication replication replication")])
+    await memory(memories, "other").put([item("memory://user/x", "replication replication replication")])
     found = await store.search(text.query_terms("replication postgres"), 10, None)
     assert found[0].item.uri == "memory://user/1"  # the only one with the rare term
     assert {f.item.uri for f in found} == {"memory://user/1", "memory://user/2", "memory://user/3"}
@@ -68,12 +95,12 @@ async def test_recall_ranks_by_bm25_within_its_own_scope(backend: StoreBackend) 
     ]
     assert await recall(store, "猫") == ["memory://user/5"]
     assert await recall(store, "nothing matches") == [] and await store.search([], 5, None) == []
-    assert await recall(memory(backend, "other"), "postgres") == []
-    assert await recall(memory(backend, "empty"), "postgres") == []
+    assert await recall(memory(memories, "other"), "postgres") == []
+    assert await recall(memory(memories, "empty"), "postgres") == []
 
 
-async def test_superseded_items_stay_readable_but_leave_the_index(backend: StoreBackend) -> None:
-    store = memory(backend)
+async def test_superseded_items_stay_readable_but_leave_the_index(memories: Memories) -> None:
+    store = memory(memories)
     await store.put([item("memory://session/old", "transcript about deployments")])
     await store.put(
         [item("memory://session/new", "transcript about deployments, later")], supersede=["memory://session/old"]
@@ -85,8 +112,8 @@ async def test_superseded_items_stay_readable_but_leave_the_index(backend: Store
     assert (await store.at("memory://session/old")).tags.count(SUPERSEDED) == 1  # type: ignore[union-attr]
 
 
-async def test_once_per_scope_keeps_the_item_already_holding_the_same_content(backend: StoreBackend) -> None:
-    store = memory(backend)
+async def test_once_per_scope_keeps_the_item_already_holding_the_same_content(memories: Memories) -> None:
+    store = memory(memories)
     (kept,) = await store.put([item("memory://user/f1", "likes tea", once_per_scope=True)])
     (same,) = await store.put([item("memory://user/f2", "likes tea", once_per_scope=True)])
     assert same.id == kept.id and await store.at("memory://user/f2") is None
@@ -94,8 +121,8 @@ async def test_once_per_scope_keeps_the_item_already_holding_the_same_content(ba
     assert other.id != kept.id
 
 
-async def test_scans_deletes_and_id_search(backend: StoreBackend) -> None:
-    store = memory(backend)
+async def test_scans_deletes_and_id_search(memories: Memories) -> None:
+    store = memory(memories)
     made = []
     for i in range(4):
         await anyio.sleep(0.002)  # ids order by their millisecond
@@ -108,17 +135,38 @@ async def test_scans_deletes_and_id_search(backend: StoreBackend) -> None:
     ]
     ids = [m.id for m in made]
     assert (await store.ids("", 100))[1:] == ids[::-1] and await store.ids(ids[2], 10) == [ids[2]]
-    assert await memory(backend, "other").ids("", 10) == []
+    assert await memory(memories, "other").ids("", 10) == []
     assert await store.delete(memory_id=ids[0]) == 1 and await store.get(ids[0]) is None
     assert await store.delete(uri="memory://resources/doc/1") == 1
     assert await store.delete(prefix="memory://resources/doc/") == 2
     assert await store.delete(prefix="memory://resources/doc/") == 0
     assert await recall(store, "document") == [] and await recall(store, "other") == ["memory://resources/other"]
-    assert await memory(backend, "empty").delete(prefix="memory://") == 0
+    assert await memory(memories, "empty").delete(prefix="memory://") == 0
 
 
-async def test_a_write_of_several_items_is_all_or_none(backend: StoreBackend) -> None:
-    store = memory(backend)
+async def test_a_write_of_several_items_is_all_or_none(memories: Memories) -> None:
+    store = memory(memories)
     with pytest.raises(Exception):  # noqa: B017 - any refusal will do: what matters is that nothing stays
         await store.put([item("memory://user/ok", "fine"), item("memory://user/bad", "x", scope=None)])  # type: ignore[arg-type]
     assert await store.at("memory://user/ok") is None and await recall(store, "fine") == []
+
+
+async def test_concurrent_writers_lose_no_item_and_no_index_entry(memories: Memories) -> None:
+    store = memory(memories)
+
+    async def put(i: int) -> None:
+        await store.put([item(f"memory://user/c{i}", f"shared marker{i} 共有{i}")])
+        await store.put([item("memory://user/same", f"version common{i}")])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(12):
+            tg.start_soon(put, i)
+    found = await store.search(text.query_terms("shared"), 100, None)
+    assert sorted(f.item.uri for f in found) == sorted(f"memory://user/c{i}" for i in range(12))
+    assert len({round(f.score, 9) for f in found}) == 1  # twelve items alike: one score, so one N and one df
+    for i in range(12):
+        assert await recall(store, f"marker{i}") == [f"memory://user/c{i}"]
+    last = await store.at("memory://user/same")
+    assert last is not None and await recall(store, "version") == ["memory://user/same"]
+    assert await recall(store, last.content.split()[1]) == ["memory://user/same"]  # only its latest terms
+    assert len(await store.scan("memory://user/", 100)) == 13

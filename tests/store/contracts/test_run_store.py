@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,10 +29,18 @@ from runtime.durable.store import (
 from runtime.errors import ConflictError, InvalidInputError, LeaseLostError, NotFoundError
 from runtime.flow.workflow import Decision
 from runtime.ids import new_id, now
-from runtime.store import open_backend
+from runtime.store import StoreURL
+from tests.store.contracts.conftest import fresh_store_url, open_again
 
 pytestmark = pytest.mark.anyio
 EXPIRED = -1.0  # a lease_s whose lease is over the moment it is taken
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
+    """Every backend with a RunStore (this suite runs ahead of the conftest's ``BACKENDS``, which
+    gains PostgreSQL once its session and memory stores exist too)."""
+    return fresh_store_url(request.param, tmp_path, request)
 
 
 def runs(backend: StoreBackend, project: str = "default") -> RunStore:
@@ -350,7 +359,7 @@ async def test_watch_reports_another_writers_changes_or_says_polling_must(backen
         seen.append(run_ids)
         heard.set()
 
-    other: StoreBackend = await open_backend(backend.url)
+    other: StoreBackend = await open_again(backend)
     try:
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
@@ -371,7 +380,7 @@ async def test_watch_reports_another_writers_changes_or_says_polling_must(backen
 async def test_concurrent_claimers_on_one_store_never_take_the_same_run(backend: StoreBackend) -> None:
     """Two backends on the same store stand in for worker processes claiming at once."""
     ids = {await started(runs(backend)) for _ in range(20)}
-    other: StoreBackend = await open_backend(backend.url)
+    other: StoreBackend = await open_again(backend)
     taken: list[str] = []
     try:
 

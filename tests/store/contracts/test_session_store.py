@@ -7,30 +7,50 @@ all or none, lineage and ancestry stay within their tenant/project, ids are sear
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Callable
+from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+import asyncpg
 import pytest
 
 from runtime.errors import ConflictError, NotFoundError
 from runtime.sessions import InMemoryHome, InMemorySessionStore, SessionService
 from runtime.sessions.model import Chunk, LineageNode, Placement, SessionInfo, Usage
 from runtime.sessions.store import NewSession, SessionStore, StoredChunk
-from tests.store.contracts.conftest import BACKENDS, open_test_backend
+from runtime.store.postgres.schema import SESSIONS
+from runtime.store.postgres.sessions import PostgresSessionStore
+from tests.store.contracts.conftest import BACKENDS, open_postgres, open_test_backend, postgres_dsn
 
 pytestmark = pytest.mark.anyio
 Stores = Callable[[str], SessionStore]  # a store of the same home for a project
 
 
-@pytest.fixture(params=[*BACKENDS, "in-memory"])
-async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
-    if request.param == "in-memory":
+@pytest.fixture(params=[*dict.fromkeys([*BACKENDS, "postgresql"]), "in-memory"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def dsn(kind: str, request: pytest.FixtureRequest) -> str | None:
+    return postgres_dsn(request) if kind == "postgresql" else None
+
+
+@pytest.fixture
+async def stores(kind: str, dsn: str | None, tmp_path: Path) -> AsyncIterator[Stores]:
+    if kind == "in-memory":
         home = InMemoryHome()
         yield lambda project: InMemorySessionStore(home, "local", project)
         return
-    async with open_test_backend(request.param, tmp_path) as backend:
+    if dsn is not None:
+        async with open_postgres(dsn, SESSIONS) as db:
+            yield lambda project: PostgresSessionStore(db, "local", project)
+        return
+    async with open_test_backend(kind, tmp_path) as backend:
         yield lambda project: backend.sessions("local", project)
 
 
@@ -183,3 +203,68 @@ async def test_pages_and_id_search_are_newest_first_and_scoped(stores: Stores, s
     assert await store.ids("", 10) == made[::-1] and foreign.id not in await store.ids("", 10)
     assert await store.ids(made[1], 10) == [made[1]]
     assert await store.ids("ses_", 2) == made[:1:-1]
+
+
+TABLES = ("sessions", "session_parents", "segments", "chunks")
+
+
+async def count_rows(kind: str, dsn: str | None, tmp_path: Path) -> dict[str, int]:
+    """Rows per session table, read beside the store (the protocol has no such question)."""
+    if dsn is not None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return {t: int(await conn.fetchval(f"SELECT count(*) FROM {t}")) for t in TABLES}
+        finally:
+            await conn.close()
+    with closing(sqlite3.connect(tmp_path / "contract.db")) as conn:
+        return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in TABLES}
+
+
+@pytest.mark.parametrize("kind", [*dict.fromkeys([*BACKENDS, "postgresql"])])
+async def test_a_fork_writes_the_same_rows_whatever_its_history_and_an_append_at_a_tip_extends_in_place(
+    kind: str, dsn: str | None, tmp_path: Path, store: SessionStore
+) -> None:
+    async def grown(session_id: str, n: int) -> str:
+        for i in range(n):
+            (s,) = await store.insert_on(session_id, partial(lambda text, b: [new(text, base_of=b.id)], f"g{i}"))
+            session_id = s.id
+        return session_id
+
+    (short,) = await store.insert([new("s")])
+    (long,) = await store.insert([new(*(f"l{i}" for i in range(300)))])
+    long_id = await grown(long.id, 20)  # a history of 21 writes, in place at the tip: still one segment
+    after_growth = await count_rows(kind, dsn, tmp_path)
+    assert after_growth["segments"] == 2 and after_growth["chunks"] == 1 + 300 + 20
+
+    deltas = []
+    for base in (short.id, long_id):
+        before = await count_rows(kind, dsn, tmp_path)
+        (fork,) = await store.insert_on(base, lambda b: [new(base_of=b.id, op="fork", parents=(b.id,))])
+        after = await count_rows(kind, dsn, tmp_path)
+        deltas.append({t: after[t] - before[t] for t in TABLES})
+        assert await store.uids(fork.id) == await store.uids(base)
+    assert deltas[0] == deltas[1] == {"sessions": 1, "session_parents": 1, "segments": 0, "chunks": 0}
+
+    # The fork's first append starts a segment of its own; the base's next append still extends in place.
+    before = await count_rows(kind, dsn, tmp_path)
+    (f2,) = await store.insert_on(fork.id, lambda b: [new("f", base_of=b.id)])
+    (b2,) = await store.insert_on(long_id, lambda b: [new("b", base_of=b.id)])
+    after = await count_rows(kind, dsn, tmp_path)
+    assert after["segments"] - before["segments"] == 1 and after["chunks"] - before["chunks"] == 2
+    assert (await texts(store, f2.id))[-2:] == ["g19", "f"]
+    assert (await texts(store, b2.id))[-2:] == ["g19", "b"] and b2.length == 321
+
+
+async def test_concurrent_appends_on_one_base_each_keep_their_own_chunks(store: SessionStore) -> None:
+    (root,) = await store.insert([new("a")])
+    made: dict[int, SessionInfo] = {}
+
+    async def append(i: int) -> None:
+        (made[i],) = await store.insert_on(root.id, lambda b: [new(f"x{i}", f"y{i}", base_of=b.id)])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(append, i)
+    for i, info in made.items():
+        assert await texts(store, info.id) == ["a", f"x{i}", f"y{i}"] and info.length == 3
+    assert await texts(store, root.id) == ["a"]

@@ -1,0 +1,66 @@
+"""The PostgreSQL backend as ``runtime.store`` opens it: one pooled database, and the layers' stores on it.
+
+Unlike the embedded SQLite default, opening never changes the schema: ``serve`` and ``worker`` may
+run as an identity without DDL rights, so ``open`` only checks that no migration is pending
+(``MigrationsPending``, one line naming ``rath-mcp migrate --store URL``); ``migrate`` (that
+command) applies them under the advisory lock.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runtime.store.postgres import migrations
+from runtime.store.postgres.database import PostgresDatabase
+from runtime.store.postgres.memory import PostgresMemoryStore
+from runtime.store.postgres.runs import PostgresRunStore
+from runtime.store.postgres.schema import ALL
+from runtime.store.postgres.sessions import PostgresSessionStore
+from runtime.store.url import StoreURL
+
+if TYPE_CHECKING:
+    from runtime.backend import StoreBackend
+
+
+class PostgresBackend:
+    """An open PostgreSQL database and the stores of any tenant/project on it."""
+
+    def __init__(self, url: StoreURL, db: PostgresDatabase) -> None:
+        self.url = url
+        self.db = db
+
+    def sessions(self, tenant: str, project: str) -> PostgresSessionStore:
+        return PostgresSessionStore(self.db, tenant, project)
+
+    def runs(self, tenant: str, project: str) -> PostgresRunStore:
+        return PostgresRunStore(self.db, tenant, project)
+
+    def memory(self, tenant: str, project: str) -> PostgresMemoryStore:
+        return PostgresMemoryStore(self.db, tenant, project)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+
+async def open(url: StoreURL, *, synchronous: str = "FULL", max_size: int = 8) -> PostgresBackend:
+    """Open the pool once the schema is known to be current (``synchronous`` is SQLite's; PostgreSQL
+    always commits durably here)."""
+    del synchronous
+    await migrations.require_current(url.url, ALL)
+    db = PostgresDatabase(url.url, max_size=max_size)
+    await db.open()
+    return PostgresBackend(url, db)
+
+
+async def pending(url: StoreURL) -> list[str]:
+    return await migrations.pending(url.url, ALL)
+
+
+async def migrate(url: StoreURL) -> list[str]:
+    return await migrations.apply(url.url, ALL)
+
+
+if TYPE_CHECKING:  # mypy holds the backend to the protocol the runtime types it by
+
+    def _conforms(backend: PostgresBackend) -> StoreBackend:
+        return backend

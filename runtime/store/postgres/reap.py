@@ -1,0 +1,105 @@
+"""Recovery of runs whose worker vanished, and timeouts of parked runs, on PostgreSQL.
+
+The rules are the SQLite backend's (``runtime/store/sqlite/reap.py``): only runs whose lease has
+*expired* are touched, in the transaction that takes the lease away; a dispatched non-idempotent
+effect becomes ambiguous and its run ``needs_review``; a step losing its worker ``MAX_LOST_LEASES``
+times fails its run. Here several processes reap at once, so every candidate row is taken with
+``FOR UPDATE SKIP LOCKED`` and its condition re-checked under the lock: a run is reaped once, and a
+run someone else is changing right now is left for the next round.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+from runtime.durable.store import MAX_LOST_LEASES, EventSpec
+from runtime.ids import now
+from runtime.store.postgres.durable import RELEASED, Scope, end_unheld, plain_update
+
+
+async def reap(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+    """Requeue runs with expired leases, expire interrupts, time out runs past their deadline."""
+    touched = await _expired_leases(conn, scope)
+    touched += await _expired_interrupts(conn, scope)
+    touched += await _past_deadline(conn, scope)
+    return touched
+
+
+async def _expired_leases(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+    at = now()
+    rows = await conn.fetch(
+        "SELECT id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases "
+        "FROM runs WHERE status = 'running' AND lease_expires < $1 AND tenant = $2 AND project = $3 "
+        "ORDER BY id FOR UPDATE SKIP LOCKED",
+        at, scope.tenant, scope.project,
+    )  # fmt: skip
+    for row in rows:
+        run_id = row["id"]
+        events: list[EventSpec] = [("lease.expired", {"worker": row["lease_owner"], "token": row["lease_token"]})]
+        ambiguous = await settle_in_flight(conn, run_id, events)
+        lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
+        sets: dict[str, object] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
+        if row["cancel_requested"]:
+            sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
+        elif ambiguous:
+            sets.update(
+                status="needs_review",
+                error=f"effect(s) {ambiguous} were in flight when worker {row['lease_owner']} lost its lease; "
+                "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
+            )
+        elif lost >= MAX_LOST_LEASES:
+            sets.update(
+                status="failed",
+                error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
+                "fix the step and start a new run",
+            )
+        else:
+            sets.update(status="queued", next_at=at)
+        events.append(("run.state.changed", {"status": sets["status"], "reason": "lease expired"}))
+        await plain_update(conn, run_id, sets, events)
+    return [r["id"] for r in rows]
+
+
+async def settle_in_flight(conn: asyncpg.Connection, run_id: str, events: list[EventSpec]) -> list[str]:
+    """Mark dispatched effects of a run (its row locked by the caller): non-idempotent ones ambiguous,
+    others prepared. Returns the ambiguous ids."""
+    rows = await conn.fetch(
+        "UPDATE run_effects SET status = CASE WHEN effect_class = 'non_idempotent' THEN 'ambiguous' "
+        "ELSE 'prepared' END, updated_at = $2 WHERE run_id = $1 AND status = 'dispatched' "
+        "RETURNING id, key, status, created_at",
+        run_id, now(),
+    )  # fmt: skip
+    ambiguous = sorted((r for r in rows if r["status"] == "ambiguous"), key=lambda r: (r["created_at"], r["id"]))
+    events.extend(("effect.ambiguous", {"effect_id": r["id"], "key": r["key"]}) for r in ambiguous)
+    return [r["id"] for r in ambiguous]
+
+
+async def _expired_interrupts(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+    at = now()
+    locked = await conn.fetch(
+        "SELECT id FROM runs WHERE id IN (SELECT run_id FROM run_interrupts WHERE status = 'pending' "
+        "AND expires_at < $1 AND tenant = $2 AND project = $3) ORDER BY id FOR UPDATE SKIP LOCKED",
+        at, scope.tenant, scope.project,
+    )  # fmt: skip
+    if not locked:
+        return []
+    rows = await conn.fetch(  # re-read under the locks: a decision may have come first
+        "SELECT run_id, MIN(id) AS first FROM run_interrupts WHERE status = 'pending' AND expires_at < $1 "
+        "AND run_id = ANY($2::text[]) GROUP BY run_id ORDER BY run_id",
+        at, [r["id"] for r in locked],
+    )  # fmt: skip
+    for row in rows:
+        error = f"interrupt {row['first']} expired undecided"
+        await end_unheld(conn, row["run_id"], "timed_out", "interrupt expired", {"error": error})
+    return [r["run_id"] for r in rows]
+
+
+async def _past_deadline(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+    rows = await conn.fetch(
+        "SELECT id FROM runs WHERE status IN ('queued', 'waiting', 'needs_review') AND deadline < $1 "
+        "AND tenant = $2 AND project = $3 ORDER BY id FOR UPDATE SKIP LOCKED",
+        now(), scope.tenant, scope.project,
+    )  # fmt: skip
+    for row in rows:
+        await end_unheld(conn, row["id"], "timed_out", "deadline passed", {"error": "the run's deadline passed"})
+    return [r["id"] for r in rows]

@@ -1,0 +1,338 @@
+"""``PostgresRunStore``: the durable layer's ``RunStore`` protocol on PostgreSQL.
+
+Each method is one ``db.write`` (a whole transaction, group committed with others under load) or
+one ``db.read`` (a read-only snapshot); the SQL itself is in ``durable.py``, ``reap.py`` and
+``decisions.py`` beside this module. Several processes (servers, workers) share the database:
+claims skip rows another claimer holds, fencing tokens reject a stale worker's writes, and every
+change to a run is announced on ``durable.CHANNEL``, which ``watch`` hears from any process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import asyncpg
+from anyio.abc import TaskStatus
+
+from runtime.durable.decisions import checkpoint_dict
+from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
+from runtime.durable.store import (
+    CheckInterrupt,
+    Claim,
+    EffectRecord,
+    EventSpec,
+    NewInterrupt,
+    NewRun,
+    RunChange,
+    StepCheckpoint,
+    dumps,
+    idempotency_conflict,
+)
+from runtime.flow.workflow import Decision
+from runtime.ids import now
+from runtime.store.postgres import decisions, durable, reap
+from runtime.store.postgres.database import PostgresDatabase, search_ids
+from runtime.store.postgres.durable import CHANNEL, Scope
+from runtime.store.postgres.notify import Notifier
+
+WATCH_POLL_S = 5.0
+"""With no notification for this long, ``watch`` says "anything may have changed" (the polling fallback)."""
+
+
+async def _with_pending(conn: asyncpg.Connection, rows: Sequence[asyncpg.Record]) -> list[Run]:
+    """Runs from their rows, each with its pending interrupts (oldest first), in one query for all."""
+    ids = [row["id"] for row in rows]
+    pending: dict[str, list[Interrupt]] = {run_id: [] for run_id in ids}
+    if ids:
+        sql = "SELECT * FROM run_interrupts WHERE status = 'pending' AND run_id = ANY($1::text[]) ORDER BY created_at"
+        for r in await conn.fetch(sql, ids):
+            pending[r["run_id"]].append(Interrupt.from_row(r))
+    return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
+
+
+def _claim(row: asyncpg.Record) -> Claim:
+    return Claim(
+        id=row["id"],
+        workflow=row["workflow"],
+        plan_hash=row["plan_hash"],
+        token=row["lease_token"],
+        state_json=row["state"],
+        step=row["step"],
+        visit=row["visit"],
+        attempt=row["attempt"],
+        session_id=row["session_id"],
+        input_json=row["input"],
+        deadline=row["deadline"],
+        lease_expires=row["lease_expires"],
+    )
+
+
+class PostgresRunStore:
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in PostgreSQL."""
+
+    def __init__(self, db: PostgresDatabase, tenant: str, project: str) -> None:
+        self.db = db
+        self.scope = Scope(tenant, project)
+
+    # -- starting and reading ---------------------------------------------------------------
+    async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
+        scope = self.scope
+        fields = {
+            "workflow": new.workflow,
+            "plan_hash": new.plan_hash,
+            "session_id": new.session_id,
+            "input": new.input_json,
+            "state": new.input_json,
+            "step": new.step,
+            "idempotency_key": new.idempotency_key,
+            "request_hash": new.request_hash,
+            "deadline": new.deadline,
+        }
+
+        async def write(conn: asyncpg.Connection) -> str:
+            if new.idempotency_key is not None:
+                # Two creators with one key at once: the second waits for the first's commit, then finds its run.
+                key = new.idempotency_key
+                lock = f"{scope.tenant}/{scope.project}/{key}"
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lock)
+                old = await conn.fetchrow(
+                    "SELECT id, request_hash FROM runs WHERE tenant = $1 AND project = $2 AND idempotency_key = $3",
+                    scope.tenant, scope.project, key,
+                )  # fmt: skip
+                if old is not None:
+                    if old["request_hash"] != new.request_hash:
+                        raise idempotency_conflict(key, old["id"])
+                    return str(old["id"])
+            return await durable.insert_run(conn, scope, fields, events)
+
+        return await self.db.write(write)
+
+    async def get(self, run_id: str) -> Run:
+        async def read(conn: asyncpg.Connection) -> Run:
+            return (await _with_pending(conn, [await durable.run_row(conn, self.scope, run_id)]))[0]
+
+        return await self.db.read(read)
+
+    async def by_idempotency_key(self, key: str) -> str | None:
+        sql = "SELECT id FROM runs WHERE tenant = $1 AND project = $2 AND idempotency_key = $3"
+        found = await self.db.read(lambda conn: conn.fetchval(sql, self.scope.tenant, self.scope.project, key))
+        return None if found is None else str(found)
+
+    async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
+        sql = "SELECT * FROM runs WHERE tenant = $1 AND project = $2"
+        args: list[Any] = [self.scope.tenant, self.scope.project]
+        for col, value in (("status", status), ("workflow", workflow), ("id <", before)):
+            if value is not None:
+                args.append(value)
+                sql += f" AND {col if ' ' in col else col + ' ='} ${len(args)}"
+        args.append(limit)
+        sql += f" ORDER BY id DESC LIMIT ${len(args)}"
+
+        async def read(conn: asyncpg.Connection) -> list[Run]:
+            return await _with_pending(conn, await conn.fetch(sql, *args))
+
+        return await self.db.read(read)
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        return await search_ids(self.db, "runs", self.scope.tenant, self.scope.project, prefix, limit)
+
+    async def events(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        async def read(conn: asyncpg.Connection) -> list[Event]:
+            await durable.run_row(conn, self.scope, run_id)
+            rows = await conn.fetch(
+                "SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                run_id, after_seq, limit,
+            )  # fmt: skip
+            return [Event.from_row(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        async def read(conn: asyncpg.Connection) -> list[dict[str, Any]]:
+            await durable.run_row(conn, self.scope, run_id)
+            rows = await conn.fetch("SELECT * FROM run_checkpoints WHERE run_id = $1 ORDER BY seq", run_id)
+            return [checkpoint_dict(r) for r in rows]
+
+        return await self.db.read(read)
+
+    async def interrupts(self, run_id: str | None) -> list[Interrupt]:
+        sql = "SELECT * FROM run_interrupts WHERE status = 'pending' AND tenant = $1 AND project = $2"
+        args: tuple[Any, ...] = (self.scope.tenant, self.scope.project)
+        if run_id is not None:
+            sql, args = sql + " AND run_id = $3", (*args, run_id)
+
+        async def read(conn: asyncpg.Connection) -> list[Interrupt]:
+            if run_id is not None:
+                await durable.run_row(conn, self.scope, run_id)
+            return [Interrupt.from_row(r) for r in await conn.fetch(sql + " ORDER BY created_at", *args)]
+
+        return await self.db.read(read)
+
+    async def effects(self, status: str | None, run_id: str | None) -> list[Effect]:
+        sql = "SELECT * FROM run_effects WHERE tenant = $1 AND project = $2"
+        args: list[Any] = [self.scope.tenant, self.scope.project]
+        for col, value in (("status", status), ("run_id", run_id)):
+            if value is not None:
+                args.append(value)
+                sql += f" AND {col} = ${len(args)}"
+
+        async def read(conn: asyncpg.Connection) -> list[Effect]:
+            return [Effect.from_row(r) for r in await conn.fetch(sql + " ORDER BY created_at, id", *args)]
+
+        return await self.db.read(read)
+
+    # -- steering, by the service (no lease) ------------------------------------------------
+    async def cancel(self, run_id: str, reason: str | None) -> None:
+        async def write(conn: asyncpg.Connection) -> None:
+            run = await durable.run_row(conn, self.scope, run_id, lock=True)
+            if run["status"] in TERMINAL:
+                return
+            if run["status"] == "running":
+                events: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
+                await durable.plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
+                return
+            sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
+            await durable.end_unheld(conn, run_id, "cancelled", reason, sets)
+
+        await self.db.write(write)
+
+    async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
+        return await self.db.write(lambda c: decisions.decide(c, self.scope, interrupt_id, decision, check))
+
+    async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
+        return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
+
+    # -- other processes --------------------------------------------------------------------
+    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+        """Hear every process's run changes through LISTEN/NOTIFY on a listening connection of its own.
+
+        After a reconnect (notifications may have been missed) and after ``WATCH_POLL_S`` of silence,
+        ``changed([])``: anything may have changed, look again (the polling fallback)."""
+        notifier = Notifier(self.db.dsn)
+        async with anyio.create_task_group() as tg:
+            await tg.start(notifier.run)
+            try:
+                async with notifier.subscribe(CHANNEL) as sub:
+                    task_status.started(True)
+                    while True:
+                        notes = await sub.wait(WATCH_POLL_S)
+                        if not notes or any(n.payload is None for n in notes):
+                            changed([])
+                        else:
+                            changed(list(dict.fromkeys(n.payload for n in notes if n.payload)))
+            finally:
+                notifier.close()
+
+    # -- workers ----------------------------------------------------------------------------
+    async def next_ready(self, workflows: Sequence[str]) -> float | None:
+        return await self.db.read(lambda c: durable.has_ready(c, self.scope, workflows))
+
+    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
+        rows = await self.db.write(lambda c: durable.claim(c, self.scope, owner, lease_s, limit, workflows))
+        return [_claim(row) for row in rows]
+
+    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
+        return await self.db.write(lambda c: durable.renew(c, leases, lease_s))
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
+        ids = list(run_ids)
+        if not ids:
+            return {}
+        sql = "SELECT id, cancel_reason FROM runs WHERE cancel_requested = 1 AND id = ANY($1::text[])"
+
+        async def read(conn: asyncpg.Connection) -> dict[str, str | None]:
+            return {row["id"]: row["cancel_reason"] for row in await conn.fetch(sql, ids)}
+
+        return await self.db.read(read)
+
+    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
+        await self.db.write(lambda c: durable.release(c, leases))
+
+    async def needs_reaping(self) -> bool:
+        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
+
+    async def reap(self) -> list[str]:
+        return await self.db.write(lambda c: reap.reap(c, self.scope))
+
+    # -- under a lease ----------------------------------------------------------------------
+    async def commit(
+        self,
+        run_id: str,
+        token: int,
+        change: RunChange,
+        events: Sequence[EventSpec],
+        *,
+        settle: bool = False,
+        tail: Sequence[EventSpec] = (),
+        checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
+    ) -> None:
+        async def write(conn: asyncpg.Connection) -> None:
+            todo = list(events)
+            if settle:
+                await durable.lock_held(conn, run_id, token)  # the run first, then its effects
+                await reap.settle_in_flight(conn, run_id, todo)
+            todo += tail
+            at = now()
+            row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
+            await durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
+
+        await self.db.write(write)
+
+    async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
+        sql = "SELECT * FROM run_effects WHERE run_id = $1 AND visit = $2 ORDER BY created_at, id"
+
+        async def read(conn: asyncpg.Connection) -> list[Effect]:
+            return [Effect.from_row(r) for r in await conn.fetch(sql, run_id, visit)]
+
+        return await self.db.read(read)
+
+    async def record_effect(self, run_id: str, token: int, record: EffectRecord) -> Effect:
+        scope = self.scope
+
+        async def write(conn: asyncpg.Connection) -> Effect:
+            event = (f"effect.{record.status}", {"effect_id": record.id, "key": record.key})
+            await durable.guarded_update(conn, run_id, token, {}, [event])
+            at = now()
+            row = await conn.fetchrow(
+                "INSERT INTO run_effects (id, run_id, tenant, project, step, visit, key, effect_class, status, "
+                "result, error, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+                "$12) ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, "
+                "error = excluded.error, effect_class = excluded.effect_class, updated_at = excluded.updated_at "
+                "RETURNING *",
+                record.id, run_id, scope.tenant, scope.project, record.step, record.visit, record.key,
+                record.effect_class, record.status, record.result_json, record.error, at,
+            )  # fmt: skip
+            return Effect.from_row(row)
+
+        return await self.db.write(write)
+
+    async def visit_interrupts(self, run_id: str, visit: int) -> dict[int, Interrupt]:
+        sql = "SELECT * FROM run_interrupts WHERE run_id = $1 AND visit = $2"
+
+        async def read(conn: asyncpg.Connection) -> dict[int, Interrupt]:
+            return {r["ordinal"]: Interrupt.from_row(r) for r in await conn.fetch(sql, run_id, visit)}
+
+        return await self.db.read(read)
+
+    async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
+        scope, i = self.scope, interrupt
+
+        async def write(conn: asyncpg.Connection) -> None:
+            events: list[EventSpec] = [
+                ("interrupt.created", {"interrupt_id": i.id, "kind": i.kind, "step": i.step}),
+                ("checkpoint.created", {"step": i.step, "pending": [i.id]}),
+                ("run.state.changed", {"status": "waiting", "interrupt_id": i.id}),
+            ]
+            sets = {"status": "waiting", "lease_owner": None, "lease_expires": None}
+            await durable.guarded_update(conn, run_id, token, sets, events, checkpoint=(state_json, i.step, [i.id]))
+            await conn.execute(
+                "INSERT INTO run_interrupts (id, run_id, tenant, project, step, visit, ordinal, kind, prompt, schema, "
+                "status, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12)",
+                i.id, run_id, scope.tenant, scope.project, i.step, i.visit, i.ordinal, i.kind, i.prompt,
+                dumps(i.schema) if i.schema is not None else None, i.expires_at, now(),
+            )  # fmt: skip
+
+        await self.db.write(write)
