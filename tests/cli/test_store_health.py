@@ -34,7 +34,7 @@ PAGE = 4096
 
 
 FILL = """
-import sys, threading, anyio
+import sys, anyio
 from runtime import Runtime
 
 async def fill(home, n):
@@ -43,11 +43,6 @@ async def fill(home, n):
             await rt.sessions.create([{"kind": "user", "content": f"session {i} " * 40}])
 
 anyio.run(fill, sys.argv[1], int(sys.argv[2]))
-# The runtime's reader threads close their connections just after it closes: wait for them, so the last
-# close checkpoints the WAL and removes it (a process ending first leaves rath.db-wal and -shm behind).
-for thread in threading.enumerate():
-    if thread.name.startswith("rath-sqlite"):
-        thread.join()
 """
 
 

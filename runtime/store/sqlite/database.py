@@ -216,7 +216,12 @@ class SQLiteDatabase:
         return opened[0], opened[1:]
 
     async def close(self) -> None:
-        """Close the writer once its batch is done; a read still running closes its connection when it ends."""
+        """Close the writer once its batch is done, then the readers once their reads end, then the last connection.
+
+        Only a connection that closes while no other is open checkpoints the WAL and removes ``-wal`` and
+        ``-shm``; connections closing at the same moment each see the others and all leave them. So
+        every thread's connection is closed (joined) before the loop's own connection closes, alone.
+        """
         with anyio.CancelScope(shield=True):
             async with self._write_limiter:
                 writer, self._writer = self._writer, None
@@ -226,6 +231,7 @@ class SQLiteDatabase:
             readers, self._readers = self._readers, None
             if readers is not None:
                 readers.stop()
+                await readers.join()
             here, self._here = self._here, None
             if here is not None:
                 here.close()
