@@ -83,6 +83,9 @@ class Claim:
     input_json: str
     deadline: float | None
     lease_expires: float
+    #: the run's scope: its worker drives it there (its sessions, effects, memory, workspace)
+    tenant: str = "local"
+    project: str = "default"
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,31 @@ class RunStore(Protocol):
 
     async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
         """Record the interrupt and park the run: ``waiting``, lease given up, a checkpoint taken."""
+        ...
+
+
+class RunQueue(Protocol):
+    """The work of every tenant/project of a store, as a worker sees it (``StoreBackend.queue()``).
+
+    One worker serves every scope: it claims ready runs wherever they are (each ``Claim`` names its
+    run's tenant and project) and reaps across all of them. What it then does for a run goes through
+    the run's own scoped ``RunStore``.
+    """
+
+    async def next_ready(self, workflows: Sequence[str]) -> float | None:
+        """The earliest ``next_at`` of a queued run of these workflows in any scope (None: there is none)."""
+        ...
+
+    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
+        """As ``RunStore.claim``, across every scope, earliest ``next_at`` first."""
+        ...
+
+    async def needs_reaping(self) -> bool:
+        """As ``RunStore.needs_reaping``, in any scope."""
+        ...
+
+    async def reap(self) -> list[str]:
+        """As ``RunStore.reap``, across every scope."""
         ...
 
 

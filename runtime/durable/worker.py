@@ -5,6 +5,10 @@ One ``Worker`` serves up to ``slots`` runs at once. Three loops share its task g
 held lease in one transaction every ``lease_s / 3``, and learns about cancels requested from
 other processes), and *reap* (requeues runs whose worker vanished, expires interrupts and
 deadlines). Any number of workers, in any number of processes, may share one store.
+
+A worker serves every tenant/project of its store: it claims and reaps through the store's
+``RunQueue`` (across scopes), and drives each run inside the run's own scope (``rt.scope``), so
+the run's sessions, effects, memory writes and sandbox workspace stay where the run belongs.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ RESTART_S = 1.0
 
 
 class Worker:
-    """Claims and runs durable runs of one runtime's tenant/project and known workflows."""
+    """Claims and runs durable runs of the runtime's known workflows, in every tenant/project of its store."""
 
     def __init__(self, rt: Runtime, *, slots: int = 4, lease_s: float | None = None, poll_s: float = 0.2) -> None:
         if slots < 1:
@@ -43,6 +47,7 @@ class Worker:
         self.lease_s = lease_s if lease_s is not None else rt.runs.lease_s
         self.poll_s = poll_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.queue = rt.store.queue()
         self.leases: dict[str, Lease] = {}
         self._wake = anyio.Event()
         self._slot_free = anyio.Event()
@@ -65,7 +70,7 @@ class Worker:
         finish or park; whatever is still running then is stopped and its lease released at
         once (so another worker resumes it without waiting for the lease to expire).
         """
-        self.rt.runs.workers.append(self)
+        self.rt.workers.append(self)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_resilient, self._renew_loop, "renew")
@@ -79,14 +84,14 @@ class Worker:
                             await self._slot_free.wait()
                     tg.cancel_scope.cancel()
         finally:
-            self.rt.runs.workers.remove(self)
+            self.rt.workers.remove(self)
 
     # -- claiming ----------------------------------------------------------------------------
     async def claim(self, limit: int) -> list[Claim]:
         """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
         names = self.rt.workflows.names()
         with anyio.CancelScope(shield=True):  # a claim that commits must reach its caller
-            claims = await self.rt.runs.store.claim(self.owner, self.lease_s, limit, names)
+            claims = await self.queue.claim(self.owner, self.lease_s, limit, names)
         return claims
 
     def _stop_claiming(self) -> None:
@@ -107,7 +112,7 @@ class Worker:
                 await self._slot_free.wait()
                 continue
             self._wake = anyio.Event()
-            ready_at = await self.rt.runs.store.next_ready(self.rt.workflows.names())
+            ready_at = await self.queue.next_ready(self.rt.workflows.names())
             claims = await self.claim(free) if ready_at is not None and ready_at <= now() else []
             for claim in claims:
                 lease = Lease(claim.id, claim.token)
@@ -125,7 +130,8 @@ class Worker:
     async def _execute(self, claim: Claim, lease: Lease) -> None:
         try:
             plan = self.rt.workflows.get(claim.workflow)
-            await Runner(self.rt, plan, claim, lease).drive()
+            with self.rt.scope(claim.tenant, claim.project):
+                await Runner(self.rt, plan, claim, lease).drive()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._release([(lease.run_id, lease.token)])
@@ -134,19 +140,21 @@ class Worker:
             log.info("lease on run %s lost (token %s); its worker stopped", lease.run_id, lease.token)
         except Exception as exc:  # a bug in the runtime: fail the run rather than the whole worker
             log.exception("run %s crashed the runner", lease.run_id)
-            await self._crash(lease, exc)
+            await self._crash(claim, lease, exc)
         finally:
             self.leases.pop(lease.run_id, None)
             self._slot_free.set()
             self._slot_free = anyio.Event()
             self.rt.runs.notify(lease.run_id)
 
-    async def _crash(self, lease: Lease, exc: Exception) -> None:
+    async def _crash(self, claim: Claim, lease: Lease, exc: Exception) -> None:
         sets = {**RELEASE, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
         events: list[EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
         with anyio.CancelScope(shield=True):
             try:
-                await self.rt.runs.store.commit(lease.run_id, lease.token, sets, events)
+                await self.rt.scoped(claim.tenant, claim.project).runs.store.commit(
+                    lease.run_id, lease.token, sets, events
+                )
             except Exception:
                 log.exception("could not record the crash of run %s", lease.run_id)
 
@@ -184,8 +192,8 @@ class Worker:
 
     async def _reap_loop(self) -> None:
         while True:
-            if await self.rt.runs.store.needs_reaping():
-                touched = await self.rt.runs.store.reap()
+            if await self.queue.needs_reaping():
+                touched = await self.queue.reap()
                 if touched:
                     self.rt.runs.notify(*touched)
                     self.wake()

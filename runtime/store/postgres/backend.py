@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from runtime.store.postgres import migrations
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.memory import PostgresMemoryStore
-from runtime.store.postgres.runs import PostgresRunStore
+from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore
 from runtime.store.postgres.schema import ALL
 from runtime.store.postgres.sessions import PostgresSessionStore
 from runtime.store.url import StoreURL
@@ -37,6 +37,9 @@ class PostgresBackend:
 
     def memory(self, tenant: str, project: str) -> PostgresMemoryStore:
         return PostgresMemoryStore(self.db, tenant, project)
+
+    def queue(self) -> PostgresRunQueue:
+        return PostgresRunQueue(self.db)
 
     async def close(self) -> None:
         await self.db.close()

@@ -37,6 +37,12 @@ class Scope:
     project: str
 
 
+def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
+    """The worker's queries (claims, readiness, reaping) take ``Scope | None``, ``None`` being every scope;
+    they match ``tenant = COALESCE($n, tenant)``, one statement for both (no index is on tenant there)."""
+    return (None, None) if scope is None else (scope.tenant, scope.project)
+
+
 async def changed(conn: asyncpg.Connection, *run_ids: str) -> None:
     """Tell other processes (on commit) that these runs changed."""
     for run_id in dict.fromkeys(run_ids):
@@ -176,7 +182,7 @@ async def insert_run(
 
 
 async def claim(
-    conn: asyncpg.Connection, scope: Scope, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
+    conn: asyncpg.Connection, scope: Scope | None, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
 ) -> list[asyncpg.Record]:
     """Take up to ``limit`` ready runs (skipping any another claimer has locked): each gets a new, higher
     fencing token and a lease. Earliest ``next_at`` first."""
@@ -186,9 +192,9 @@ async def claim(
     rows = await conn.fetch(
         "UPDATE runs SET status = 'running', lease_owner = $1, lease_token = lease_token + 1, lease_expires = $2, "
         "updated_at = $3, last_seq = last_seq + 2 WHERE id IN (SELECT id FROM runs WHERE status = 'queued' "
-        "AND next_at <= $3 AND tenant = $4 AND project = $5 AND workflow = ANY($6::text[]) ORDER BY next_at "
-        "LIMIT $7 FOR UPDATE SKIP LOCKED) RETURNING *",
-        owner, at + lease_s, at, scope.tenant, scope.project, list(workflows), limit,
+        "AND next_at <= $3 AND tenant = COALESCE($4, tenant) AND project = COALESCE($5, project) "
+        "AND workflow = ANY($6::text[]) ORDER BY next_at LIMIT $7 FOR UPDATE SKIP LOCKED) RETURNING *",
+        owner, at + lease_s, at, *scope_args(scope), list(workflows), limit,
     )  # fmt: skip
     rows.sort(key=lambda r: r["next_at"])  # RETURNING keeps no order
     for row in rows:
@@ -226,26 +232,27 @@ async def release(conn: asyncpg.Connection, leases: Sequence[tuple[str, int]]) -
     await changed(conn, *(r["id"] for r in rows))
 
 
-async def has_reapable(conn: asyncpg.Connection, scope: Scope) -> bool:
+async def has_reapable(conn: asyncpg.Connection, scope: Scope | None) -> bool:
     """Cheap read: is there anything for ``reap`` to do?"""
+    in_scope = "tenant = COALESCE($2, tenant) AND project = COALESCE($3, project)"
     found = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < $1 AND tenant = $2 "
-        "AND project = $3) OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < $1 "
-        "AND tenant = $2 AND project = $3) OR EXISTS (SELECT 1 FROM runs WHERE deadline < $1 AND tenant = $2 "
-        "AND project = $3 AND status IN ('queued', 'waiting', 'needs_review'))",
-        now(), scope.tenant, scope.project,
+        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < $1 AND {in_scope}) "
+        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < $1 AND {in_scope}) "
+        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < $1 AND {in_scope} "
+        "AND status IN ('queued', 'waiting', 'needs_review'))",
+        now(), *scope_args(scope),
     )  # fmt: skip
     return bool(found)
 
 
-async def has_ready(conn: asyncpg.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
+async def has_ready(conn: asyncpg.Connection, scope: Scope | None, workflows: Sequence[str]) -> float | None:
     """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
     if not workflows:
         return None
     value = await conn.fetchval(
-        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = $1 AND project = $2 "
-        "AND workflow = ANY($3::text[])",
-        scope.tenant, scope.project, list(workflows),
+        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = COALESCE($1, tenant) "
+        "AND project = COALESCE($2, project) AND workflow = ANY($3::text[])",
+        *scope_args(scope), list(workflows),
     )  # fmt: skip
     return None if value is None else float(value)
 

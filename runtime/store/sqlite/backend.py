@@ -15,7 +15,7 @@ from runtime.store.sqlite import health
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
-from runtime.store.sqlite.runs import SQLiteRunStore
+from runtime.store.sqlite.runs import SQLiteRunQueue, SQLiteRunStore
 from runtime.store.sqlite.sessions import SQLiteSessionStore
 from runtime.store.url import StoreURL
 
@@ -38,6 +38,9 @@ class SQLiteBackend:
 
     def memory(self, tenant: str, project: str) -> SQLiteMemoryStore:
         return SQLiteMemoryStore(self.db, tenant, project)
+
+    def queue(self) -> SQLiteRunQueue:
+        return SQLiteRunQueue(self.db)
 
     async def close(self) -> None:
         await self.db.close()

@@ -25,6 +25,16 @@ class Scope:
     project: str
 
 
+#: The worker's queries (claims, readiness, reaping) take ``Scope | None``; ``None`` is every scope.
+#: They match ``tenant = COALESCE(?, tenant)``: one statement for both (no index is on tenant there).
+IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
+
+
+def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
+    """The two parameters of ``IN_SCOPE``."""
+    return (None, None) if scope is None else (scope.tenant, scope.project)
+
+
 def append_events(conn: sqlite3.Connection, run_id: str, last_seq: int, events: Sequence[EventSpec], at: float) -> None:
     """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row)."""
     first = last_seq - len(events) + 1
@@ -117,7 +127,7 @@ def insert_run(conn: sqlite3.Connection, scope: Scope, fields: dict[str, Any], e
 
 
 def claim(
-    conn: sqlite3.Connection, scope: Scope, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
+    conn: sqlite3.Connection, scope: Scope | None, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
 ) -> list[sqlite3.Row]:
     """Take up to ``limit`` ready runs: each gets a new, higher fencing token and a lease."""
     if limit <= 0 or not workflows:
@@ -127,9 +137,9 @@ def claim(
     rows = conn.execute(
         "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
         "updated_at = ?, last_seq = last_seq + 2 WHERE id IN (SELECT id FROM runs WHERE status = 'queued' "
-        f"AND next_at <= ? AND tenant = ? AND project = ? AND workflow IN ({marks}) ORDER BY next_at LIMIT ?) "
+        f"AND next_at <= ? AND {IN_SCOPE} AND workflow IN ({marks}) ORDER BY next_at LIMIT ?) "
         "RETURNING *",
-        (owner, at + lease_s, at, at, scope.tenant, scope.project, *workflows, limit),
+        (owner, at + lease_s, at, at, *scope_args(scope), *workflows, limit),
     ).fetchall()
     for row in rows:
         events: list[EventSpec] = [
@@ -168,28 +178,27 @@ def release(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]]) -> None
     )
 
 
-def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
+def has_reapable(conn: sqlite3.Connection, scope: Scope | None) -> bool:
     """Cheap read: is there anything for ``reap`` to do?"""
     at = now()
     row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? "
-        "AND project = ?) OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? "
-        "AND tenant = ? AND project = ?) OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND tenant = ? "
-        "AND project = ? AND status IN ('queued', 'waiting', 'needs_review'))",
-        (at, scope.tenant, scope.project) * 3,
+        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND {IN_SCOPE}) "
+        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND {IN_SCOPE}) "
+        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND {IN_SCOPE} "
+        "AND status IN ('queued', 'waiting', 'needs_review'))",
+        (at, *scope_args(scope)) * 3,
     ).fetchone()
     return bool(row[0])
 
 
-def has_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
+def has_ready(conn: sqlite3.Connection, scope: Scope | None, workflows: Sequence[str]) -> float | None:
     """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
     if not workflows:
         return None
     marks = ", ".join("?" for _ in workflows)
     row = conn.execute(
-        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = ? AND project = ? "
-        f"AND workflow IN ({marks})",
-        (scope.tenant, scope.project, *workflows),
+        f"SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND {IN_SCOPE} AND workflow IN ({marks})",
+        (*scope_args(scope), *workflows),
     ).fetchone()
     return None if row[0] is None else float(row[0])
 

@@ -60,7 +60,29 @@ def _claim(row: sqlite3.Row) -> Claim:
         input_json=row["input"],
         deadline=row["deadline"],
         lease_expires=row["lease_expires"],
+        tenant=row["tenant"],
+        project=row["project"],
     )
+
+
+class SQLiteRunQueue:
+    """The ``RunQueue`` of a database: claims, readiness and reaping across every tenant/project."""
+
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self.db = db
+
+    async def next_ready(self, workflows: Sequence[str]) -> float | None:
+        return await self.db.read(partial(durable.has_ready, scope=None, workflows=workflows))
+
+    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
+        rows = await self.db.write(lambda c: durable.claim(c, None, owner, lease_s, limit, workflows))
+        return [_claim(row) for row in rows]
+
+    async def needs_reaping(self) -> bool:
+        return await self.db.read(lambda c: durable.has_reapable(c, None))
+
+    async def reap(self) -> list[str]:
+        return await self.db.write(lambda c: reap.reap(c, None))
 
 
 class SQLiteRunStore:
