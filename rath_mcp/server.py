@@ -11,8 +11,9 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import logs, prompts, resources, sampling, sdk, subscriptions, tools, wire
+from rath_mcp import grants, logs, prompts, resources, sampling, sdk, subscriptions, tools, wire
 from rath_mcp.errors import concise_validation_errors
+from rath_mcp.principal import Principal
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
 
@@ -33,16 +34,19 @@ def server_version() -> str:
         return "0.0.0+source"
 
 
-def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
+def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Principal | None = None) -> MCPServer:
     """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
 
     ``heartbeat_s`` is how often a waiting tool sends a progress notification when nothing changes.
+    ``local``: the caller where no authentication ran (stdio, ``--auth none``); default every grant,
+    in the scope ``rt`` was opened with.
     """
     bus = InMemorySubscriptionBus()
     server: MCPServer = MCPServer(
         SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
     )
     server.middleware.append(wire.guard_requests)
+    grants.install(server, rt, local)  # before every other middleware: all of them run in the caller's scope
     client_sampling = sampling.install(server, rt)
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
     server.middleware.append(concise_validation_errors(sdk.forbid_unknown_arguments(server)))

@@ -64,8 +64,9 @@ class RunSubscriptions:
 
     # -- registration (called by the protocol handlers) --------------------------------------
     async def _watch(self, run_id: str) -> _Watch:
-        if run_id not in self._watches:
-            await self.rt.runs.get(run_id)  # unknown ids fail here, with the runtime's message
+        # Checked on every subscription, watched already or not: the run must be in the caller's scope
+        # (a run of another scope fails here exactly as an unknown id does, with the runtime's message).
+        await self.rt.runs.get(run_id)
         watch = self._watches.get(run_id)  # looked up again: a concurrent subscribe may have made it meanwhile
         if watch is None:
             watch = self._watches[run_id] = _Watch()
