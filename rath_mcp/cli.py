@@ -131,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
+    p.add_argument("--tenant", default="local", help="tenant of the local caller (stdio, --auth none)")
+    p.add_argument("--project", default="default", help="project of the local caller (stdio, --auth none)")
     _sandbox_args(p)
     _home_arg(p)
 
@@ -217,7 +219,13 @@ async def _serve(args: argparse.Namespace) -> int:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
     async with Runtime.open(
-        home, store=args.store, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy
+        home,
+        store=args.store,
+        tenant=args.tenant,
+        project=args.project,
+        workers=args.workers,
+        sandbox=args.sandbox,
+        sandbox_policy=policy,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
