@@ -24,6 +24,7 @@ from typing import Any, Final
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rath_mcp.principal import Principal, principal_of
 from runtime import Runtime
@@ -166,6 +167,15 @@ def refusal(need: Need, grant: str) -> str:
     )
 
 
+def refused_tool_result(version: str, text: str) -> dict[str, Any]:
+    """An ``isError`` tool result, in its wire envelope (a middleware that answers owns the envelope:
+    2026-07-28 results carry ``resultType``)."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    if version in MODERN_PROTOCOL_VERSIONS:
+        result["resultType"] = "complete"
+    return result
+
+
 class GrantGuard:
     """The middleware: grants checked, then the handler run inside the caller's scope."""
 
@@ -183,7 +193,7 @@ class GrantGuard:
             if ctx.request_id is None:  # a notification: nothing to answer, nothing done
                 return None
             if ctx.method == "tools/call":
-                return {"content": [{"type": "text", "text": text}], "isError": True}
+                return refused_tool_result(ctx.protocol_version, text)
             raise MCPError(MISSING_GRANT, text)
         try:
             scope = self.rt.scope(caller.tenant, caller.project)

@@ -71,6 +71,6 @@ async def http_serving(rt: Runtime) -> AsyncIterator[str]:
 @asynccontextmanager
 async def client_as(url: str, principal: Principal, era: str) -> AsyncIterator[Client]:
     """A real SDK client whose every HTTP request carries ``principal``."""
-    async with create_mcp_http_client(headers={HEADER: header_of(principal)}) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=era) as client:
-            yield client
+    http = create_mcp_http_client(headers={HEADER: header_of(principal)})
+    async with http, Client(streamable_http_client(url, http_client=http), mode=era) as client:
+        yield client

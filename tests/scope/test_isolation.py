@@ -200,18 +200,19 @@ async def walk_listen_2026(a: Client, b: Client, world: World) -> None:
     """B listens to A's runs and its own; A's run changes first, B's after: B hears only its own."""
     own = await call(b, "run_start", workflow="approval", input={"draft": "B's"}, wait_s=20)
     a_uri, b_uri = f"rath://runs/{world.waiting_run}", f"rath://runs/{own['run_id']}"
-    async with a.listen(resource_subscriptions=[a_uri]) as a_events:
-        async with b.listen(resource_subscriptions=[a_uri, f"{a_uri}/events", b_uri]) as b_events:
-            await call(a, "interrupt_resolve", interrupt_id=world.interrupt, action="approve")
-            with anyio.fail_after(20):
-                first = await anext(a_events)  # published on the server's bus, which B's stream shares
-            assert isinstance(first, ResourceUpdated) and first.uri.startswith(a_uri)
-            await call(
-                b, "interrupt_resolve", interrupt_id=own["pending_interrupts"][0]["interrupt_id"], action="approve"
-            )
-            with anyio.fail_after(20):
-                heard = await anext(b_events)
-            assert isinstance(heard, ResourceUpdated) and heard.uri == b_uri, heard
+    b_filter = [a_uri, f"{a_uri}/events", b_uri]
+    async with (
+        a.listen(resource_subscriptions=[a_uri]) as a_events,
+        b.listen(resource_subscriptions=b_filter) as b_events,
+    ):
+        await call(a, "interrupt_resolve", interrupt_id=world.interrupt, action="approve")
+        with anyio.fail_after(20):
+            first = await anext(a_events)  # published on the server's bus, which B's stream shares
+        assert isinstance(first, ResourceUpdated) and first.uri.startswith(a_uri)
+        await call(b, "interrupt_resolve", interrupt_id=own["pending_interrupts"][0]["interrupt_id"], action="approve")
+        with anyio.fail_after(20):
+            heard = await anext(b_events)
+        assert isinstance(heard, ResourceUpdated) and heard.uri == b_uri, heard
 
 
 async def a_is_untouched(a: Client, world: World, era: str) -> None:
@@ -231,15 +232,19 @@ async def a_is_untouched(a: Client, world: World, era: str) -> None:
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_caller_of_another_scope_finds_nothing_anywhere(home: Any, era: str) -> None:
-    async with Runtime.open(home) as rt, http_serving(rt) as url:
-        async with client_as(url, A, era) as a, client_as(url, B, era) as b:
-            world = await populate(a, rt)
-            own_session = (await call(b, "session_create", message="B's"))["session_id"]
-            await walk_tools(b, world, own_session)
-            await walk_resources(b, world)
-            await walk_completions(b, world)
-            if era == "legacy":
-                await walk_subscriptions_legacy(a, b, world)
-            else:
-                await walk_listen_2026(a, b, world)
-            await a_is_untouched(a, world, era)
+    async with (
+        Runtime.open(home) as rt,
+        http_serving(rt) as url,
+        client_as(url, A, era) as a,
+        client_as(url, B, era) as b,
+    ):
+        world = await populate(a, rt)
+        own_session = (await call(b, "session_create", message="B's"))["session_id"]
+        await walk_tools(b, world, own_session)
+        await walk_resources(b, world)
+        await walk_completions(b, world)
+        if era == "legacy":
+            await walk_subscriptions_legacy(a, b, world)
+        else:
+            await walk_listen_2026(a, b, world)
+        await a_is_untouched(a, world, era)
