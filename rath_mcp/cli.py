@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -26,6 +26,7 @@ from rath_mcp.shell import existing_store, note, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
+from runtime.runtime import check_scope_name
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
 from runtime.store.sqlite import health
@@ -66,6 +67,16 @@ def _home_arg(parser: argparse.ArgumentParser) -> None:
         help="sqlite:///ABSOLUTE/PATH.db or postgresql://user@host:port/dbname "
         "(default: $RATH_STORE, else rath.db under the home)",
     )
+
+
+def _scope_name(what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:
+            return check_scope_name(what, text)
+        except InvalidInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _port(text: str) -> int:
@@ -131,8 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
-    p.add_argument("--tenant", default="local", help="tenant of the local caller (stdio, --auth none)")
-    p.add_argument("--project", default="default", help="project of the local caller (stdio, --auth none)")
+    local_scope = "of the local caller (stdio, --auth none)"
+    p.add_argument("--tenant", type=_scope_name("tenant"), default="local", help=f"tenant {local_scope}")
+    p.add_argument("--project", type=_scope_name("project"), default="default", help=f"project {local_scope}")
     _sandbox_args(p)
     _home_arg(p)
 

@@ -59,7 +59,8 @@ def store_path(home: Path) -> Path:
     return home / DB_FILE
 
 
-def _check_scope(name: str, value: str) -> str:
+def check_scope_name(name: str, value: str) -> str:
+    """``value`` as a tenant or project name (``name`` says which), or ``InvalidInputError`` saying why not."""
     if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise InvalidInputError(f"{name} {value!r} must be non-empty letters, digits, '-', '_' or '.'")
     return value
@@ -143,8 +144,8 @@ class Runtime:
         return found
 
     def _make_scope(self, tenant: str, project: str) -> ScopeServices:
-        _check_scope("tenant", tenant)
-        _check_scope("project", project)
+        check_scope_name("tenant", tenant)
+        check_scope_name("project", project)
         sessions = SessionService(self.store.sessions(tenant, project))
         options = self._sandbox_options
         sandboxes = SandboxRegistry(self.home, workspaces=workspaces_dir(self.home, tenant, project), **options)
@@ -224,8 +225,8 @@ class Runtime:
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
         """
-        _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
-        _check_scope("project", project)
+        check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
+        check_scope_name("project", project)
         check_backend_name(sandbox)
         if not isinstance(workers, int) or workers < 0:
             raise InvalidInputError(f"workers must be a whole number of runs, 0 or more (got {workers!r})")
