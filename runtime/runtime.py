@@ -18,7 +18,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -147,7 +147,11 @@ class Runtime:
         check_scope_name("tenant", tenant)
         check_scope_name("project", project)
         sessions = SessionService(self.store.sessions(tenant, project))
-        options = self._sandbox_options
+        options = dict(self._sandbox_options)
+        if (tenant, project) != ("local", "default"):  # OpenSandbox finds containers by label: one namespace per scope
+            given = options["opensandbox_settings"]
+            base = OpenSandboxSettings(**given) if isinstance(given, dict) else given or OpenSandboxSettings()
+            options["opensandbox_settings"] = replace(base, namespace=f"{base.namespace}.{tenant}.{project}")
         sandboxes = SandboxRegistry(self.home, workspaces=workspaces_dir(self.home, tenant, project), **options)
         return ScopeServices(
             tenant=tenant,

@@ -74,3 +74,7 @@ async def test_scopes_are_checked_and_each_scope_keeps_its_own_services(home: Pa
         with rt.scope("t", "p") as services:
             assert services is first and rt.sessions is first.sessions and rt.runs is first.runs
         assert rt.sessions is rt.scoped("local", "default").sessions
+        # OpenSandbox containers are found by label: each scope's carry a namespace of their own
+        first.sandboxes.placement(backend="opensandbox")  # makes the backend; nothing is connected yet
+        opensandbox: Any = first.sandboxes.backends["opensandbox"]
+        assert opensandbox.settings.namespace == "rath.t.p"
