@@ -197,6 +197,12 @@ class RunService:
         """Entries of the effect ledger with this status (None: all), oldest first."""
         return await self.store.effects(status, run_id)
 
+    async def note(self, run_id: str, event: str, data: dict[str, Any]) -> None:
+        """Record a fact about a run as an event (how a client asked for it, say), changing nothing else."""
+        check_json(data, "data")
+        await self.store.note(run_id, [(event, data)])
+        self.notify(run_id)
+
     # -- steering ----------------------------------------------------------------------------
     async def cancel(self, run_id: str, reason: str | None = None) -> Run:
         """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
