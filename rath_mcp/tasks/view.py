@@ -93,16 +93,20 @@ def poll_ms(run: Run) -> int | None:
     return None if run.status in TERMINAL else POLL_MS[task_status(run)]
 
 
-def handshake_task(run: Run, origin: TaskOrigin) -> dict[str, Any]:
-    """The 2025-11-25 ``Task`` (ttl and pollInterval in milliseconds; ttl null: kept for ever)."""
-    task: dict[str, Any] = {
+def _task(run: Run) -> dict[str, Any]:
+    """The fields both eras' ``Task`` share."""
+    return {
         "taskId": run.id,
         "status": task_status(run),
         "statusMessage": status_message(run),
         "createdAt": iso(run.created_at),
         "lastUpdatedAt": iso(run.updated_at),
-        "ttl": origin.ttl_ms,
     }
+
+
+def handshake_task(run: Run, origin: TaskOrigin) -> dict[str, Any]:
+    """The 2025-11-25 ``Task`` (ttl and pollInterval in milliseconds; ttl null: kept for ever)."""
+    task = {**_task(run), "ttl": origin.ttl_ms}
     interval = poll_ms(run)
     if interval is not None:
         task["pollInterval"] = interval
@@ -111,14 +115,7 @@ def handshake_task(run: Run, origin: TaskOrigin) -> dict[str, Any]:
 
 def extension_task(run: Run) -> dict[str, Any]:
     """The ``io.modelcontextprotocol/tasks`` (SEP-2663) ``Task``: runs are kept for ever, so ttlSeconds is null."""
-    task: dict[str, Any] = {
-        "taskId": run.id,
-        "status": task_status(run),
-        "statusMessage": status_message(run),
-        "createdAt": iso(run.created_at),
-        "lastUpdatedAt": iso(run.updated_at),
-        "ttlSeconds": None,
-    }
+    task = {**_task(run), "ttlSeconds": None}
     interval = poll_ms(run)
     if interval is not None:
         task["pollIntervalMilliseconds"] = interval
