@@ -211,7 +211,13 @@ class RunService:
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
         self.notify(run_id)
-        return await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
+        run = await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
+        if run.status != "running" and not run.terminal:
+            # its step parked (or was requeued) just as the cancel came: nobody holds it now, so it ends here
+            await self.store.cancel(run_id, reason)
+            self.notify(run_id)
+            run = await self.get(run_id)
+        return run
 
     async def resolve_interrupt(
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"
