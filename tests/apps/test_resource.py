@@ -64,7 +64,8 @@ async def results(client: Client, calls: list[tuple[str, dict[str, Any]]]) -> li
 async def test_a_host_without_apps_gets_exactly_the_results_a_host_with_apps_gets(rt: Runtime) -> None:
     server = build_server(rt)
     async with Client(server) as plain:
-        run = (await plain.call_tool("run_start", {"workflow": "echo", "message": "hi", "wait_s": 20})).structured_content
+        started = await plain.call_tool("run_start", {"workflow": "echo", "message": "hi", "wait_s": 20})
+        run = started.structured_content
         assert run is not None and run["status"] == "succeeded"
         calls = [
             ("run_get", {"run_id": run["run_id"]}),

@@ -10,6 +10,8 @@ import { AuthRequired, HttpClient, setToken, takeTokenFromFragment } from "./htt
 import { effectCard, header, interruptCard, isSettled, lineageCard, runLink, timeline } from "./run.js";
 
 const POLL_MS = 1200;
+const WAITING_POLL_MS = 4000;
+const LIST_POLL_MS = 3000;
 const STATUSES = ["queued", "running", "waiting", "needs_review", "succeeded", "failed", "cancelled", "timed_out"];
 const embedded = window.parent !== window;
 const root = document.getElementById("app");
@@ -79,17 +81,33 @@ class Poller {
     this.stopped = true;
     clearTimeout(this.timer);
   }
+  // One refresh at a time; a refresh asked for meanwhile (a button press) runs right after it.
+  // refresh() answers when to look again: ms, true for the default, false when nothing will change.
   async tick() {
     if (this.stopped) return;
-    let again = false;
+    if (this.busy) {
+      this.rerun = true;
+      return;
+    }
+    this.busy = true;
+    clearTimeout(this.timer);
+    let next = false;
     try {
-      again = await this.refresh();
+      next = await this.refresh();
     } catch (e) {
+      this.busy = false;
       if (e instanceof AuthRequired) return askToken(e.message);
       notice(e.message);
-      again = true;
+      next = true;
     }
-    if (again && !this.stopped) this.timer = setTimeout(() => this.tick(), POLL_MS);
+    this.busy = false;
+    if (this.stopped) return;
+    if (this.rerun) {
+      this.rerun = false;
+      this.tick();
+    } else if (next) {
+      this.timer = setTimeout(() => this.tick(), next === true ? POLL_MS : next);
+    }
   }
   // Re-render a part only when its data changed, so typing in a form is never clobbered.
   part(name, key, build) {
@@ -126,7 +144,9 @@ class RunPage extends Poller {
       this.lineageKey = lineageKey;
     }
     this.render(effects);
-    return !isSettled(this.run);
+    if (isSettled(this.run)) return false;
+    // Nothing moves while a run waits on a human (and a button press refreshes at once): look less often.
+    return this.run.status === "waiting" || this.run.status === "needs_review" ? WAITING_POLL_MS : POLL_MS;
   }
   render(effects) {
     const run = this.run;
@@ -150,8 +170,6 @@ class RunPage extends Poller {
     try {
       await call(tool, args);
       notice(`${tool}: ${args.action || args.outcome} sent`, "ok");
-      clearTimeout(this.timer);
-      this.stopped = false;
       this.tick();
     } catch (e) {
       notice(e.message);
@@ -191,7 +209,7 @@ class RunsPage extends Poller {
     const { runs } = await call("run_list", args);
     this.part("filters", JSON.stringify([filters, this.workflows]), () => this.filters(filters));
     this.part("runs", JSON.stringify(runs), () => this.table(runs));
-    return true;
+    return LIST_POLL_MS;
   }
   filters(filters) {
     const select = (name, options) =>
