@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,6 +14,9 @@ import anyio
 import pytest
 
 from runtime import Runtime
+from runtime.store import parse_store_url
+from runtime.store.postgres import backend as postgres
+from tests import pg
 
 T = TypeVar("T")
 FLOWS = "tests.durable.flows"
@@ -26,6 +30,29 @@ async def drt(home: Path) -> AsyncIterator[Runtime]:
     async with Runtime.open(home, lease_s=LEASE_S) as runtime:
         runtime.workflows.load(FLOWS)
         yield runtime
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """This test session's own PostgreSQL database (dropped at the end); asked for only by PG params."""
+    pg.require_postgres()
+    name = pg.create_database()
+    try:
+        yield name
+    finally:
+        pg.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest) -> str | None:
+    """The store a test's runtimes and processes share: the home's SQLite file (None), or a fresh,
+    migrated PostgreSQL schema (its URL)."""
+    if request.param == "sqlite":
+        return None
+    database = request.getfixturevalue("pg_database")
+    url = pg.url(database, search_path=asyncio.run(pg.create_schema(database)))
+    asyncio.run(postgres.migrate(parse_store_url(url)))
+    return url
 
 
 @pytest.fixture

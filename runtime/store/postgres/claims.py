@@ -81,9 +81,10 @@ async def _limited(
         return []
     return list(
         await conn.fetch(
-            "SELECT id, next_at FROM runs WHERE id = ANY($1::text[]) AND status = 'queued' "
+            "SELECT id, next_at FROM runs WHERE id = ANY($1::text[]) AND status = 'queued' AND next_at <= $2 "
             "ORDER BY next_at, id FOR UPDATE SKIP LOCKED",
             [r["id"] for r in ids],
+            at,
         )
     )
 
