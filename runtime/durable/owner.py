@@ -20,21 +20,12 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
 from pathlib import Path
+
+from runtime.durable.store import Holder
 
 PROC = Path("/proc")
 GONE_STATES = frozenset("ZX")  # zombie, dead: the process runs no more code
-
-
-@dataclass(frozen=True)
-class Holder:
-    """The process a claim belongs to: ``host`` (the processes that can see each other), ``pid``,
-    ``started`` (its start time, clock ticks after boot)."""
-
-    host: str
-    pid: int
-    started: int
 
 
 def _stat(pid: int | str, proc: Path) -> tuple[str, int] | None:

@@ -36,7 +36,6 @@ from typing import Any, Protocol
 from anyio.abc import TaskStatus
 
 from runtime.durable.models import Effect, Event, Interrupt, Run
-from runtime.durable.owner import Holder
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision
 
@@ -82,6 +81,16 @@ class NewRun:
     request_hash: str = ""
     deadline: float | None = None
     concurrency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process a claim belongs to (``runtime.durable.owner`` says whether it still lives): ``host``
+    (the processes that can see each other's ``/proc``), ``pid``, ``started`` (clock ticks after boot)."""
+
+    host: str
+    pid: int
+    started: int
 
 
 @dataclass(frozen=True)

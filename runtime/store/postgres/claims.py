@@ -25,8 +25,7 @@ from typing import Any
 
 import asyncpg
 
-from runtime.durable.owner import Holder
-from runtime.durable.store import EventSpec, Limits
+from runtime.durable.store import EventSpec, Holder, Limits
 from runtime.ids import now
 from runtime.store.postgres.durable import Scope, append_events, changed
 

@@ -18,12 +18,12 @@ from anyio.abc import TaskStatus
 
 from runtime.durable.decisions import checkpoint_dict
 from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
-from runtime.durable.owner import Holder
 from runtime.durable.store import (
     CheckInterrupt,
     Claim,
     EffectRecord,
     EventSpec,
+    Holder,
     Limits,
     NewInterrupt,
     NewRun,

@@ -17,8 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from runtime.durable.owner import Holder
-from runtime.durable.store import EventSpec, Limits
+from runtime.durable.store import EventSpec, Holder, Limits
 from runtime.ids import now
 from runtime.store.sqlite.durable import Scope, append_events
 
@@ -36,16 +35,13 @@ def _caps(workflows: Sequence[str], limits: Limits) -> tuple[str, list[Any]]:
     return sql, args
 
 
-def _claimable(
-    conn: sqlite3.Connection, scope: Scope, at: float, limit: int, workflows: Sequence[str], limits: Limits
-) -> list[str]:
-    """Ids of the runs to claim, earliest first, that every workflow's limit lets run."""
+def _claimable(scope: Scope, at: float, limit: int, workflows: Sequence[str], limits: Limits) -> tuple[str, list[Any]]:
+    """A query of the ids of the runs to claim, earliest first, that every workflow's limit lets run."""
     marks = ", ".join("?" for _ in workflows)
     where = f"status = 'queued' AND next_at <= ? AND tenant = ? AND project = ? AND workflow IN ({marks})"
-    here = (scope.tenant, scope.project)
+    here = [scope.tenant, scope.project]
     if not any(w in limits for w in workflows):
-        sql = f"SELECT id FROM runs WHERE {where} ORDER BY next_at, id LIMIT ?"
-        return [r[0] for r in conn.execute(sql, (at, *here, *workflows, limit))]
+        return f"SELECT id FROM runs WHERE {where} ORDER BY next_at, id LIMIT ?", [at, *here, *workflows, limit]
     caps, args = _caps(workflows, limits)
     sql = (
         f"WITH {caps}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, ROW_NUMBER() OVER "
@@ -54,7 +50,7 @@ def _claimable(
         "LEFT JOIN busy b ON b.workflow = r.workflow AND b.ckey IS r.ckey "
         "WHERE c.cap IS NULL OR r.place + COALESCE(b.n, 0) <= c.cap ORDER BY r.next_at, r.id LIMIT ?"
     )
-    return [r[0] for r in conn.execute(sql, (*args, *here, at, *here, *workflows, limit))]
+    return sql, [*args, *here, at, *here, *workflows, limit]
 
 
 def claim(
@@ -67,20 +63,18 @@ def claim(
     holder: Holder | None = None,
     limits: Limits | None = None,
 ) -> list[sqlite3.Row]:
-    """Take up to ``limit`` ready runs within ``limits``: each gets a new, higher fencing token and a lease."""
+    """Take up to ``limit`` ready runs within ``limits``: each gets a new, higher fencing token and a lease.
+    One statement: the choice is a subquery of the UPDATE."""
     if limit <= 0 or not workflows:
         return []
     at = now()
-    ids = _claimable(conn, scope, at, limit, workflows, limits or {})
-    if not ids:
-        return []
-    marks = ", ".join("?" for _ in ids)
+    chosen, args = _claimable(scope, at, limit, workflows, limits or {})
     host, pid, started = (holder.host, holder.pid, holder.started) if holder is not None else (None, None, None)
     rows = conn.execute(
         "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
         "lease_host = ?, lease_pid = ?, lease_started = ?, updated_at = ?, last_seq = last_seq + 2 "
-        f"WHERE id IN ({marks}) RETURNING *",
-        (owner, at + lease_s, host, pid, started, at, *ids),
+        f"WHERE id IN ({chosen}) RETURNING *",
+        (owner, at + lease_s, host, pid, started, at, *args),
     ).fetchall()
     rows.sort(key=lambda r: (r["next_at"], r["id"]))  # RETURNING keeps no order
     for row in rows:

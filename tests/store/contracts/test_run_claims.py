@@ -13,8 +13,7 @@ import anyio.lowlevel
 import pytest
 
 from runtime.backend import StoreBackend
-from runtime.durable.owner import Holder
-from runtime.durable.store import RELEASE, EffectRecord, NewInterrupt, RunStore
+from runtime.durable.store import RELEASE, EffectRecord, Holder, NewInterrupt, RunStore
 from runtime.errors import LeaseLostError
 from runtime.ids import new_id
 from runtime.store import StoreURL
