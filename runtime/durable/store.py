@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from anyio.abc import TaskStatus
 
-from runtime.durable.models import Effect, Event, Interrupt, Run
+from runtime.durable.models import Effect, Event, Interrupt, Row, Run
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision
 
@@ -287,6 +287,30 @@ class RunStore(Protocol):
     async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
         """Record the interrupt and park the run: ``waiting``, lease given up, a checkpoint taken."""
         ...
+
+
+def lost_worker_change(row: Row, ambiguous: Sequence[str], lost: int, at: float) -> dict[str, Any]:
+    """The change to a running run whose worker is gone (its lease expired, or its process ended), the same on
+    every backend: cancelled if that was asked, ``needs_review`` with ``ambiguous`` effects, failed after
+    ``MAX_LOST_LEASES`` (``lost`` counts this loss), else queued at ``at``. ``row`` has the run's columns."""
+    sets: dict[str, Any] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
+    if row["cancel_requested"]:
+        sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
+    elif ambiguous:
+        sets.update(
+            status="needs_review",
+            error=f"effect(s) {list(ambiguous)} were in flight when worker {row['lease_owner']} lost its lease; "
+            "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
+        )
+    elif lost >= MAX_LOST_LEASES:
+        sets.update(
+            status="failed",
+            error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
+            "fix the step and start a new run",
+        )
+    else:
+        sets.update(status="queued", next_at=at)
+    return sets
 
 
 # -- the messages every store gives (so they read the same on every backend) -------------------

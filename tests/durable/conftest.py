@@ -6,7 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ from runtime import Runtime
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
 from tests import pg
+from tests.store.contracts.conftest import pg_database  # noqa: F401 - the session's PostgreSQL database fixture
 
 T = TypeVar("T")
 FLOWS = "tests.durable.flows"
@@ -30,17 +31,6 @@ async def drt(home: Path) -> AsyncIterator[Runtime]:
     async with Runtime.open(home, lease_s=LEASE_S) as runtime:
         runtime.workflows.load(FLOWS)
         yield runtime
-
-
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """This test session's own PostgreSQL database (dropped at the end); asked for only by PG params."""
-    pg.require_postgres()
-    name = pg.create_database()
-    try:
-        yield name
-    finally:
-        pg.drop_database(name)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

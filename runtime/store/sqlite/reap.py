@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import MAX_LOST_LEASES, EventSpec
+from runtime.durable.store import EventSpec, lost_worker_change
 from runtime.ids import now
 from runtime.store.sqlite.durable import RELEASED, Scope, end_unheld, plain_update
 
@@ -58,23 +58,7 @@ def _requeue_lost(conn: sqlite3.Connection, row: sqlite3.Row, event: str, reason
     events: list[EventSpec] = [(event, {"worker": row["lease_owner"], "token": row["lease_token"]})]
     ambiguous = settle_in_flight(conn, run_id, events)
     lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
-    sets: dict[str, object] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
-    if row["cancel_requested"]:
-        sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
-    elif ambiguous:
-        sets.update(
-            status="needs_review",
-            error=f"effect(s) {ambiguous} were in flight when worker {row['lease_owner']} lost its lease; "
-            "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
-        )
-    elif lost >= MAX_LOST_LEASES:
-        sets.update(
-            status="failed",
-            error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
-            "fix the step and start a new run",
-        )
-    else:
-        sets.update(status="queued", next_at=at)
+    sets = lost_worker_change(row, ambiguous, lost, at)
     events.append(("run.state.changed", {"status": sets["status"], "reason": reason}))
     plain_update(conn, run_id, sets, events)
     return str(run_id)
