@@ -118,6 +118,12 @@ def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
     return load_policy(home, flags)
 
 
+LEASE_HELP = (
+    "seconds a claim on a run lasts unrenewed: how soon a worker on another machine may take over a dead one "
+    "(a dead process on this host is taken over at once)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
     parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
@@ -131,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     _sandbox_args(p)
     _home_arg(p)
 
@@ -142,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
-    p.add_argument("--lease-s", type=_seconds, default=30.0, help="how soon another worker may take over a dead one")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     _sandbox_args(p)
     _home_arg(p)
@@ -217,7 +224,7 @@ async def _serve(args: argparse.Namespace) -> int:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
     async with Runtime.open(
-        home, store=args.store, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy
+        home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox=args.sandbox, sandbox_policy=policy
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")

@@ -165,6 +165,15 @@ DURABLE = [
         CREATE INDEX run_effects_status ON run_effects (tenant, project, status);
         """,
     ),
+    Migration(
+        "0110_durable_claims",
+        """
+        ALTER TABLE runs ADD COLUMN lease_host TEXT;
+        ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN lease_started BIGINT;
+        ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+        """,
+    ),
 ]
 
 MEMORY = [
