@@ -165,23 +165,25 @@ async def _db_bytes(rt: Runtime) -> int:
 Op = Callable[[], Awaitable[object]]
 
 
-async def _medians(ops: dict[int, Op], repeats: int) -> dict[int, float]:
+async def _medians(ops: dict[int, Op], repeats: int, *, interleave: bool = False) -> dict[int, float]:
     """Median seconds of each size's op, after one untimed run.
 
-    Each size runs its repeats back to back, not in turn with the others: a result freed late (a
-    worker thread drops its last reference to a 10,000-chunk read only on its next job) would
-    otherwise charge one size's cost to the next size's op.
+    Full reads run each size's repeats back to back, not in turn with the others: a result freed late
+    (a worker thread drops its last reference to a 10,000-chunk read only on its next job) would
+    otherwise charge one size's cost to the next size's op. Small ops (``interleave``) take their
+    samples in turn across the sizes, so that a ratio between two sizes compares samples taken under
+    the same load on a shared machine, not one size in a quiet minute and the other in a busy one.
     """
-    out: dict[int, float] = {}
-    for n, op in ops.items():
+    for op in ops.values():
         await op()
-        samples = []
-        for _ in range(repeats):
+    samples: dict[int, list[float]] = {n: [] for n in ops}
+    rounds = [list(ops.items())] * repeats if interleave else [[(n, op)] * repeats for n, op in ops.items()]
+    for batch in rounds:
+        for n, op in batch:
             t0 = time.perf_counter()
             await op()
-            samples.append(time.perf_counter() - t0)
-        out[n] = statistics.median(samples)
-    return out
+            samples[n].append(time.perf_counter() - t0)
+    return {n: statistics.median(xs) for n, xs in samples.items()}
 
 
 async def _bytes_per_op(rt: Runtime, op: Op, count: int) -> float:
@@ -267,7 +269,7 @@ async def _measure(rt: Runtime, sizes: list[int], repeats: int, bytes_ops: int) 
     plan = (("append", append, repeats), ("fork", fork, repeats), ("merge", merge, repeats))
     plan += (("read", read, whole), ("page", page, repeats), ("stream", stream, whole))
     for name, make, count in plan:
-        times = await _medians({n: make(n) for n in sizes}, count)
+        times = await _medians({n: make(n) for n in sizes}, count, interleave=name not in ("read", "stream"))
         for n in sizes:
             out[n][name] = times[n]
             if name in ("append", "fork", "merge"):
