@@ -11,14 +11,20 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
-from runtime.sessions.lineage import Graph, walk
-from runtime.sessions.model import Chunk, LineageEdge, LineageNode, Placement, SessionInfo, Usage
+from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
 from runtime.sessions.store import BranchTails, BuildOn, NewSession, StoredChunk, Stub, clip, holds, shared_start
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
+from runtime.store.sqlite.session_rows import (
+    INFO_COLUMNS,
+    SELECT_INFO,
+    chars_of,
+    info_of,
+    lineage_walk,
+    stored_chunks,
+    uids_in,
+)
 
 #: What is read in place on the event loop (``SQLiteDatabase.lookup``): a page of at most 100 chunks, of at
 #: most 256k characters, of a session in at most 16 segments. Measured hot, a page costs about 5 us a chunk
@@ -30,52 +36,6 @@ from runtime.store.sqlite.database import SQLiteDatabase, search_ids
 POINT_READ_CHUNKS = 100
 POINT_READ_CHARS = 256_000
 POINT_READ_SEGMENTS = 16
-
-
-def _chars(chunk: Chunk) -> int:
-    calls = chunk.tool_calls or ()
-    return len(chunk.content) + sum(len(c.function.name) + len(c.function.arguments) for c in calls)
-
-
-_INFO_COLUMNS = (
-    "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
-    " (SELECT json_group_array(parent_id) FROM (SELECT parent_id FROM session_parents p"
-    "  WHERE p.child_id = s.id ORDER BY ord)) AS parents"
-)
-_SELECT_INFO = f"SELECT {_INFO_COLUMNS} FROM sessions s"
-
-
-def _info(row: sqlite3.Row) -> SessionInfo:
-    return SessionInfo(
-        id=row["id"],
-        parents=tuple(json.loads(row["parents"])),
-        op=row["op"],
-        length=row["length"],
-        placement=Placement.model_validate_json(row["placement"]),
-        usage=Usage.model_validate_json(row["usage"]),
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
-#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
-_CHUNK_LIST = TypeAdapter(list[Chunk])
-
-
-def _stored_chunks(rows: list[tuple[Any, ...]]) -> list[StoredChunk]:
-    fields = [
-        {
-            "kind": kind,
-            "content": content,
-            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
-            "tool_call_id": tool_call_id,
-            "name": name,
-        }
-        for _, kind, content, tool_calls, tool_call_id, name in rows
-    ]
-    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
 
 
 class SQLiteSessionStore:
@@ -103,16 +63,20 @@ class SQLiteSessionStore:
         """
 
         def write(conn: sqlite3.Connection) -> list[SessionInfo]:
-            return [self._insert_one(conn, s) for s in build(self._info_in(conn, base_id))]
+            row = self._row(conn, base_id, INFO_COLUMNS + ", s.segment_id, s.chars, s.widest")
+            known = {base_id: row}  # what a session built on the base needs of it: read once
+            return [self._insert_one(conn, s, known) for s in build(info_of(row))]
 
         return await self.db.write(write)
 
-    def _insert_one(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
+    def _insert_one(
+        self, conn: sqlite3.Connection, new: NewSession, known: dict[str, sqlite3.Row] | None = None
+    ) -> SessionInfo:
         segment_id, length, chars, widest = None, 0, 0, 0
         if new.base_of is not None:
-            row = self._row(conn, new.base_of, "segment_id, length, chars, widest")
+            row = (known or {}).get(new.base_of) or self._row(conn, new.base_of, "segment_id, length, chars, widest")
             segment_id, length, chars, widest = row["segment_id"], row["length"], row["chars"], row["widest"]
-        sizes = [_chars(sc.chunk) for sc in new.chunks]
+        sizes = [chars_of(sc.chunk) for sc in new.chunks]
         if chars is not None:  # unknown for sessions written before 0003: it stays unknown
             chars += sum(sizes)
         if widest is not None:  # likewise before 0005
@@ -248,7 +212,7 @@ class SQLiteSessionStore:
         return row
 
     def _info_in(self, conn: sqlite3.Connection, session_id: str) -> SessionInfo:
-        return _info(self._row(conn, session_id, _INFO_COLUMNS))
+        return info_of(self._row(conn, session_id, INFO_COLUMNS))
 
     async def info(self, session_id: str) -> SessionInfo:
         return await self.db.lookup(lambda conn: self._info_in(conn, session_id), small=lambda conn: True)
@@ -294,11 +258,11 @@ class SQLiteSessionStore:
                 " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
                 (segment, lo, hi),
             )
-        return _stored_chunks(rows)
+        return stored_chunks(rows)
 
     async def uids(self, session_id: str) -> list[str]:
         """The identities of a session's chunks, in order (no content read)."""
-        return await self.db.read(lambda conn: _uids_in(conn, self._ranges(conn, session_id, 0, None)))
+        return await self.db.read(lambda conn: uids_in(conn, self._ranges(conn, session_id, 0, None)))
 
     async def branch_tails(self, session_ids: Sequence[str]) -> BranchTails:
         """What a merge compares, from the branches' segment chains (see ``BranchTails``): one read,
@@ -308,8 +272,8 @@ class SQLiteSessionStore:
             chains = [self._chain(conn, sid) for sid in session_ids]
             start = shared_start([ranges for _, ranges in chains])
             reach = min(length for length, _ in chains[1:])
-            tails = [_uids_in(conn, clip(chains[0][1], start, reach))]
-            tails += [_uids_in(conn, clip(ranges, start, length)) for length, ranges in chains[1:]]
+            tails = [uids_in(conn, clip(chains[0][1], start, reach))]
+            tails += [uids_in(conn, clip(ranges, start, length)) for length, ranges in chains[1:]]
             later = sorted({uid for tail in tails[1:] for uid in tail})
             rows = conn.execute(
                 "SELECT uid, segment_id, idx FROM chunks WHERE uid IN (SELECT value FROM json_each(?))",
@@ -344,11 +308,11 @@ class SQLiteSessionStore:
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         def read(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
-                _SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
+                SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
                 " ORDER BY s.id DESC LIMIT ?",
                 (self.tenant, self.project, after or "~", limit),
             )
-            return [_info(r) for r in rows]
+            return [info_of(r) for r in rows]
 
         return await self.db.read(read)
 
@@ -365,7 +329,7 @@ class SQLiteSessionStore:
         def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge], bool]:
             self._row(conn, session_id, "id")
             scope = (self.tenant, self.project)
-            return _walk(conn, scope, session_id, depth, up=up, down=down, max_nodes=max_nodes)
+            return lineage_walk(conn, scope, session_id, depth, up=up, down=down, max_nodes=max_nodes)
 
         return await self.db.read(read)
 
@@ -388,60 +352,3 @@ class SQLiteSessionStore:
             return {r["id"]: Usage.model_validate_json(r["own_usage"]) if r["own_usage"] else Usage() for r in rows}
 
         return await self.db.read(read)
-
-
-def _uids_in(conn: sqlite3.Connection, ranges: list[tuple[str, int, int]]) -> list[str]:
-    out: list[str] = []
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    for segment, lo, hi in ranges:
-        rows = cursor.execute(
-            "SELECT uid FROM chunks WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx", (segment, lo, hi)
-        )
-        out.extend(r[0] for r in rows)
-    return out
-
-
-_PARENTS = (
-    "SELECT p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-    " WHERE p.child_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.ord"
-)
-_CHILDREN = (
-    "SELECT p.child_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-    " WHERE p.parent_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.child_id"
-)
-
-
-def _walk(
-    conn: sqlite3.Connection,
-    scope: tuple[str, str],
-    session_id: str,
-    depth: int,
-    *,
-    up: bool,
-    down: bool,
-    max_nodes: int,
-) -> Graph:
-    """``walk`` over the ``session_parents`` and ``sessions`` tables, in the tenant/project ``scope``."""
-
-    def node(sid: str) -> LineageNode | None:
-        row = conn.execute(
-            "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ? AND project = ?",
-            (sid, *scope),
-        ).fetchone()
-        if row is None:
-            return None
-        return LineageNode(
-            id=row["id"], op=row["op"], length=row["length"], created_at=row["created_at"], stub=bool(row["stub"])
-        )
-
-    return walk(
-        session_id,
-        depth,
-        up=up,
-        down=down,
-        max_nodes=max_nodes,
-        parents=lambda sid: [p for (p,) in conn.execute(_PARENTS, (sid, *scope))],
-        children=lambda sid: [c for (c,) in conn.execute(_CHILDREN, (sid, *scope))],
-        node=node,
-    )
