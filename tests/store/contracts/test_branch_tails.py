@@ -15,7 +15,11 @@ import pytest
 from runtime.sessions import SessionService
 from runtime.sessions.merge import merged_tail, merged_tail_of
 from runtime.sessions.store import SessionStore
-from tests.store.contracts.test_session_store import dsn, kind, store, stores  # noqa: F401 (fixtures)
+from tests.store.contracts import test_session_store as contract
+
+# The session contract's fixtures (every backend, and the in-memory store), under the names tests ask for.
+kind, dsn, stores = contract.kind, contract.dsn, contract.stores
+globals()["store"] = contract.store  # bound by name: a plain import would read as shadowed by each parameter
 
 pytestmark = pytest.mark.anyio
 
