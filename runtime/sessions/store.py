@@ -9,9 +9,12 @@ transaction): a write is all or nothing, a read is one consistent snapshot.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
+
+from pydantic import TypeAdapter
 
 from runtime.sessions.model import Chunk, LineageEdge, LineageNode, Placement, SessionInfo, SessionOp, Usage
 
@@ -129,3 +132,39 @@ def clip(ranges: Sequence[Range], lo: int, hi: int) -> list[Range]:
 def holds(ranges: Sequence[Range], segment: str, idx: int) -> bool:
     """Whether the stored chunk ``(segment, idx)`` is one of those ``ranges`` cover."""
     return any(s == segment and lo <= idx < hi for s, lo, hi in ranges)
+
+
+# -- rows, for the SQL stores ----------------------------------------------------------------
+def info_from(row: Any, parents: Sequence[str]) -> SessionInfo:
+    """A session row (any mapping of the ``sessions`` columns, placement/usage/metadata as JSON text)."""
+    return SessionInfo(
+        id=row["id"],
+        parents=tuple(parents),
+        op=row["op"],
+        length=row["length"],
+        placement=Placement.model_validate_json(row["placement"]),
+        usage=Usage.model_validate_json(row["usage"]),
+        metadata=json.loads(row["metadata"]),
+        created_at=row["created_at"],
+        tenant=row["tenant"],
+        project=row["project"],
+    )
+
+
+#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
+_CHUNK_LIST = TypeAdapter(list[Chunk])
+
+
+def chunks_from(rows: Sequence[Sequence[Any]]) -> list[StoredChunk]:
+    """Rows of ``(uid, kind, content, tool_calls JSON or None, tool_call_id, name)`` as stored chunks."""
+    fields = [
+        {
+            "kind": kind,
+            "content": content,
+            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
+            "tool_call_id": tool_call_id,
+            "name": name,
+        }
+        for _, kind, content, tool_calls, tool_call_id, name in rows
+    ]
+    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]

@@ -6,13 +6,10 @@ here are the statements (each written to be one round trip) and the row-to-model
 
 from __future__ import annotations
 
-import json
-
 import asyncpg
-from pydantic import TypeAdapter
 
-from runtime.sessions.model import Chunk, Placement, SessionInfo, Usage
-from runtime.sessions.store import StoredChunk
+from runtime.sessions.model import Chunk, SessionInfo
+from runtime.sessions.store import StoredChunk, chunks_from, info_from
 
 
 def chars_of(chunk: Chunk) -> int:
@@ -67,36 +64,11 @@ INSERT_SESSION = (
 
 
 def info_of(row: asyncpg.Record) -> SessionInfo:
-    return SessionInfo(
-        id=row["id"],
-        parents=tuple(row["parents"]),
-        op=row["op"],
-        length=row["length"],
-        placement=Placement.model_validate_json(row["placement"]),
-        usage=Usage.model_validate_json(row["usage"]),
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
-#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
-_CHUNK_LIST = TypeAdapter(list[Chunk])
+    return info_from(row, row["parents"])
 
 
 def stored_chunks(rows: list[asyncpg.Record]) -> list[StoredChunk]:
-    fields = [
-        {
-            "kind": kind,
-            "content": content,
-            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
-            "tool_call_id": tool_call_id,
-            "name": name,
-        }
-        for _, kind, content, tool_calls, tool_call_id, name in rows
-    ]
-    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
+    return chunks_from(rows)
 
 
 # Each session's segment chain as ranges ``(session, segment, lo, hi)``, for several sessions at once.

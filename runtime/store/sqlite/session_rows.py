@@ -10,11 +10,9 @@ import json
 import sqlite3
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from runtime.sessions.lineage import Graph, walk
-from runtime.sessions.model import Chunk, LineageNode, Placement, SessionInfo, Usage
-from runtime.sessions.store import Range, StoredChunk
+from runtime.sessions.model import Chunk, LineageNode, SessionInfo
+from runtime.sessions.store import Range, StoredChunk, chunks_from, info_from
 
 
 def chars_of(chunk: Chunk) -> int:
@@ -31,36 +29,11 @@ SELECT_INFO = f"SELECT {INFO_COLUMNS} FROM sessions s"
 
 
 def info_of(row: sqlite3.Row) -> SessionInfo:
-    return SessionInfo(
-        id=row["id"],
-        parents=tuple(json.loads(row["parents"])),
-        op=row["op"],
-        length=row["length"],
-        placement=Placement.model_validate_json(row["placement"]),
-        usage=Usage.model_validate_json(row["usage"]),
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
-#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
-_CHUNK_LIST = TypeAdapter(list[Chunk])
+    return info_from(row, json.loads(row["parents"]))
 
 
 def stored_chunks(rows: list[tuple[Any, ...]]) -> list[StoredChunk]:
-    fields = [
-        {
-            "kind": kind,
-            "content": content,
-            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
-            "tool_call_id": tool_call_id,
-            "name": name,
-        }
-        for _, kind, content, tool_calls, tool_call_id, name in rows
-    ]
-    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
+    return chunks_from(rows)
 
 
 def uids_in(conn: sqlite3.Connection, ranges: list[Range]) -> list[str]:
