@@ -35,14 +35,19 @@ WITH RECURSIVE chain(id, parent_id, lo, hi) AS (
     FROM chain c JOIN segments g ON g.id = c.parent_id
 )
 """
+# Each segment's chunks are read by a LATERAL subquery: one index range scan of (segment_id, idx) per
+# segment of the chain (``OFFSET 0`` keeps the planner from flattening it back into a join). A plain
+# join let the planner hash-join the chain against a sequential scan of every chunk in the database:
+# a page of 50 chunks took 50 ms beside 100k other chunks and 150 ms inside them; now 0.2 ms either way.
 CHUNKS = (
     CHAIN + "SELECT k.uid, k.kind, k.content, k.tool_calls, k.tool_call_id, k.name FROM chain c"
-    " JOIN chunks k ON k.segment_id = c.id AND k.idx >= greatest(c.lo, $4) AND k.idx < least(c.hi, $5)"
+    " CROSS JOIN LATERAL (SELECT * FROM chunks k WHERE k.segment_id = c.id"
+    " AND k.idx >= greatest(c.lo, $4) AND k.idx < least(c.hi, $5) OFFSET 0) k"
     " ORDER BY k.idx"
 )
 UIDS = (
-    CHAIN + "SELECT k.uid FROM chain c"
-    " JOIN chunks k ON k.segment_id = c.id AND k.idx >= c.lo AND k.idx < c.hi ORDER BY k.idx"
+    CHAIN + "SELECT k.uid FROM chain c CROSS JOIN LATERAL (SELECT k.uid, k.idx FROM chunks k"
+    " WHERE k.segment_id = c.id AND k.idx >= c.lo AND k.idx < c.hi OFFSET 0) k ORDER BY k.idx"
 )
 INSERT_CHUNKS = """
 INSERT INTO chunks (segment_id, idx, tenant, project, uid, kind, content, tool_calls, tool_call_id, name)
@@ -87,6 +92,8 @@ LENGTHS = f"SELECT s.id, s.length FROM sessions s WHERE s.id = ANY($1::text[]) A
 # The uids in given ranges ``(branch, segment, lo, hi)``, each branch's in order.
 RANGE_UIDS = """
 SELECT r.b, k.uid FROM unnest($1::int[], $2::text[], $3::int[], $4::int[]) AS r(b, seg, lo, hi)
-JOIN chunks k ON k.segment_id = r.seg AND k.idx >= r.lo AND k.idx < r.hi ORDER BY r.b, k.idx
+CROSS JOIN LATERAL (
+    SELECT k.uid, k.idx FROM chunks k WHERE k.segment_id = r.seg AND k.idx >= r.lo AND k.idx < r.hi OFFSET 0
+) k ORDER BY r.b, k.idx
 """
 WHERE_UIDS = "SELECT uid, segment_id, idx FROM chunks WHERE uid = ANY($1::text[])"
