@@ -71,6 +71,8 @@ SESSIONS = [
         CREATE INDEX session_parents_parent ON session_parents (parent_id);
         """,
     ),
+    # A merge asks whether its first branch holds a chunk by identity, without reading that branch.
+    Migration("0002_chunk_uids", "CREATE INDEX chunks_uid ON chunks (uid);"),
 ]
 
 DURABLE = [
