@@ -129,6 +129,12 @@ def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
     return load_policy(home, flags)
 
 
+LEASE_HELP = (
+    "seconds a claim on a run lasts unrenewed: how soon a worker on another machine may take over a dead one "
+    "(a dead process on this host is taken over at once)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
     parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
@@ -142,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     local_scope = "of the local caller (stdio, --auth none)"
     p.add_argument("--tenant", type=_scope_name("tenant"), default="local", help=f"tenant {local_scope}")
     p.add_argument("--project", type=_scope_name("project"), default="default", help=f"project {local_scope}")
@@ -156,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
-    p.add_argument("--lease-s", type=_seconds, default=30.0, help="how soon another worker may take over a dead one")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     _sandbox_args(p)
     _home_arg(p)
@@ -236,6 +243,7 @@ async def _serve(args: argparse.Namespace) -> int:
         tenant=args.tenant,
         project=args.project,
         workers=args.workers,
+        lease_s=args.lease_s,
         sandbox=args.sandbox,
         sandbox_policy=policy,
     ) as rt:

@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import grants, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
+from rath_mcp import apps, grants, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.principal import Principal
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
@@ -43,12 +43,18 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Princi
     """
     bus = InMemorySubscriptionBus()
     server: MCPServer = MCPServer(
-        SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
+        SERVER_NAME,
+        version=server_version(),
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        subscriptions=bus,
+        extensions=[apps.extension()],
     )
     server.middleware.append(wire.guard_requests)
     grants.install(server, rt, local)  # before every other middleware: all of them run in the caller's scope
     client_sampling = sampling.install(server, rt)
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
+    apps.link_tools(server)
     tasks.install(server, rt)  # outside the argument checks' rewording, so a refused task reads the same
     server.middleware.append(concise_validation_errors(sdk.forbid_unknown_arguments(server)))
     resources.register_session_resources(server, rt)

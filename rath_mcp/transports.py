@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rath_mcp import sdk
+from rath_mcp import apps, sdk
 from rath_mcp.shell import note
 from rath_mcp.wire import AnsweringReadStream, ParseGuard
 
@@ -60,7 +60,7 @@ async def serve_stdio(server: MCPServer) -> None:
 
 def streamable_http_app(server: MCPServer, host: str) -> ASGIApp:
     """The SDK's Streamable HTTP app behind :class:`ParseGuard` (its lifespan runs the session manager)."""
-    app = server.streamable_http_app(host=host)
+    app = apps.add_routes(server.streamable_http_app(host=host))
     app.add_middleware(ParseGuard, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
     return app
 
@@ -79,7 +79,7 @@ def sse_app(server: MCPServer, host: str) -> ASGIApp:
         Route(SSE_PATH, endpoint=_SSEConnection(server, sse), methods=["GET"]),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
     ]
-    return Starlette(routes=routes)
+    return apps.add_routes(Starlette(routes=routes))
 
 
 class _SSEConnection:

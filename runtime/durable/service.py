@@ -110,6 +110,7 @@ class RunService:
         payload = dict(input or {})
         check_json(payload, "input")
         decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
+        plan.run_key(payload)  # a concurrency key that cannot be computed is refused before anything is written
         if session_id is not None:
             await self.rt.sessions.info(session_id)
 
@@ -141,6 +142,7 @@ class RunService:
             idempotency_key=idempotency_key,
             request_hash=_request_hash(workflow, session_id, payload, deadline_s),
             deadline=now() + deadline_s if deadline_s is not None else None,
+            concurrency_key=plan.run_key(payload),
         )
         created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
         run_id = await self.store.create(new, [("run.created", created)])

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from runtime import NotFoundError, Runtime, StepContext, Workflow, step
+from runtime.durable.owner import this_process
+from runtime.durable.store import Holder
 from runtime.runtime import workspaces_dir
 
 pytestmark = pytest.mark.anyio
@@ -78,3 +80,24 @@ async def test_scopes_are_checked_and_each_scope_keeps_its_own_services(home: Pa
         first.sandboxes.placement(backend="opensandbox")  # makes the backend; nothing is connected yet
         opensandbox: Any = first.sandboxes.backends["opensandbox"]
         assert opensandbox.settings.namespace == "rath.t.p"
+
+
+async def test_a_worker_takes_over_at_once_the_run_of_scope_b_an_ended_process_of_this_host_held(home: Path) -> None:
+    me = this_process()
+    assert me is not None, "this test needs /proc (Linux)"
+    # This pid with another start time: a process that had it before us and has ended.
+    ended = Holder(me.host, me.pid, me.started + 1)
+    async with Runtime.open(home, workers=0) as starter:
+        starter.workflows.register(ScopeProbe)
+        with starter.scope("bravo", "beta"):
+            run_id = (await starter.runs.start("scope_probe")).id
+        (held,) = await starter.store.queue().claim("ended", 3600.0, 1, ["scope_probe"], holder=ended)
+        assert (held.id, held.tenant, held.project) == (run_id, "bravo", "beta")
+    async with Runtime.open(home, lease_s=3600.0) as rt:  # its worker, in the default scope; leases of an hour
+        rt.workflows.register(ScopeProbe)
+        with rt.scope("bravo", "beta") as b:
+            run = await rt.runs.wait(run_id, 20)
+        assert run.status == "succeeded", run.error
+        assert run.state["scope"] == ["bravo", "beta"]
+        types = [e.type for e in await b.runs.events(run_id)]
+        assert "lease.taken_over" in types and "lease.expired" not in types

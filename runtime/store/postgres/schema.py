@@ -71,6 +71,8 @@ SESSIONS = [
         CREATE INDEX session_parents_parent ON session_parents (parent_id);
         """,
     ),
+    # A merge asks whether its first branch holds a chunk by identity, without reading that branch.
+    Migration("0002_chunk_uids", "CREATE INDEX chunks_uid ON chunks (uid);"),
 ]
 
 DURABLE = [
@@ -163,6 +165,15 @@ DURABLE = [
             UNIQUE (run_id, visit, key)
         );
         CREATE INDEX run_effects_status ON run_effects (tenant, project, status);
+        """,
+    ),
+    Migration(
+        "0110_durable_claims",
+        """
+        ALTER TABLE runs ADD COLUMN lease_host TEXT;
+        ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN lease_started BIGINT;
+        ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
         """,
     ),
 ]
