@@ -28,16 +28,26 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 
+class _Server(uvicorn.Server):
+    """uvicorn that says when it listens (an event, not a poll)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = anyio.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.listening.set()
+
+
 @asynccontextmanager
 async def served(app: ASGIApp) -> AsyncIterator[str]:
     """``app`` on a free port of 127.0.0.1 for the block; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(20):
-            while not server.started:
-                await anyio.sleep(0.01)  # uvicorn offers no event to wait on
+            await server.listening.wait()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}"
@@ -96,6 +106,7 @@ class LocalIssuer:
             return JSONResponse(
                 {
                     "issuer": self.url,
+                    "authorization_endpoint": f"{self.url}/authorize",  # required by RFC 8414; unused here
                     "token_endpoint": f"{self.url}/token",
                     "jwks_uri": f"{self.url}/jwks",
                     "grant_types_supported": ["client_credentials"],
