@@ -1,4 +1,4 @@
-"""``rath-mcp token create|list|revoke``, ``rath-mcp audit`` and ``serve --auth`` flag checks: output and one-line errors."""
+"""``rath-mcp token create|list|revoke``, ``rath-mcp audit``, ``serve --auth`` flags: output and one-line errors."""
 
 from __future__ import annotations
 
