@@ -220,12 +220,13 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from rath_mcp.auth.oauth import check_issuer
     from rath_mcp.auth.remote import remote_for
     from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
     from rath_mcp.transports import serve
 
     if args.issuer:
+        from rath_mcp.auth.oauth import check_issuer
+
         check_issuer(args.issuer)
 
     if args.transport != "stdio":

@@ -10,7 +10,6 @@ from starlette.types import ASGIApp
 from rath_mcp.audit import Auditor
 from rath_mcp.auth.base import Authenticator, LocalAuthenticator, TokenAuthenticator
 from rath_mcp.auth.gate import AuthGate
-from rath_mcp.auth.oauth import JWTAuthenticator
 from rath_mcp.ops import ServerMetrics
 from rath_mcp.principal import GRANTS, Principal
 from runtime import Runtime
@@ -50,6 +49,8 @@ def remote_for(rt: Runtime, auth: str = "none", *, issuer: str | None = None, au
     elif auth == "oauth":
         if issuer is None:
             raise ValueError("--auth oauth needs an issuer")
+        from rath_mcp.auth.oauth import JWTAuthenticator  # PyJWT is loaded only by servers that use it
+
         authenticator = JWTAuthenticator(issuer, audience=audience)
     else:
         authenticator = LocalAuthenticator(default)

@@ -86,9 +86,9 @@ async def test_metrics_need_metrics_read_and_count_runs_steps_tools_and_refusals
         assert forbidden.status_code == 403
         challenge = forbidden.headers["www-authenticate"]
         assert 'error="insufficient_scope"' in challenge and 'scope="metrics.read"' in challenge
+        async with httpx2.AsyncClient() as anonymous:
+            assert (await anonymous.get(f"{served.base}/mcp")).status_code == 401
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {reader}"}) as http:
-            await http.get(f"{served.base}/mcp")  # a refusal: no token is the one thing it lacks, so drop it
-            await httpx2.AsyncClient().get(f"{served.base}/mcp")
             text = (await http.get(f"{served.base}/metrics")).text
     assert 'rath_runs{status="succeeded"} 1.0' in text and "rath_queue_depth 0.0" in text
     assert 'rath_step_duration_seconds_count{workflow="echo"}' in text
