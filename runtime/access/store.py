@@ -8,9 +8,13 @@ suite (``tests/store/contracts/test_access_store.py``) runs on both.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+TOKEN_COLUMNS = "id, name, tenant, project, grants, salt, digest, created_at, expires_at, revoked_at"
+AUDIT_COLUMNS = "at, actor, method, tenant, project, action, targets, outcome, reason"
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,28 @@ class TokenRecord:
     created_at: float
     expires_at: float | None = None
     revoked_at: float | None = None
+
+    @classmethod
+    def from_row(cls, row: Any) -> TokenRecord:
+        """From a row of either backend (``sqlite3.Row``, ``asyncpg.Record``: both read by column name)."""
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            tenant=row["tenant"],
+            project=row["project"],
+            grants=tuple(json.loads(row["grants"])),
+            salt=bytes(row["salt"]),
+            digest=bytes(row["digest"]),
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            revoked_at=row["revoked_at"],
+        )
+
+    def row(self) -> tuple[Any, ...]:
+        """The values of ``TOKEN_COLUMNS``, in order, as both backends store them."""
+        grants = json.dumps(list(self.grants))
+        return (self.id, self.name, self.tenant, self.project, grants, self.salt, self.digest, self.created_at,
+                self.expires_at, self.revoked_at)  # fmt: skip
 
     def public(self) -> dict[str, Any]:
         """What ``token list`` shows: everything but the hash."""
@@ -56,6 +82,28 @@ class AuditRecord:
     reason: str | None = None
     method: str | None = None  # how the actor was authenticated: local, token, oauth, none
     seq: int | None = field(default=None, compare=False)  # given by the store
+
+    @classmethod
+    def from_row(cls, row: Any) -> AuditRecord:
+        """From a row of either backend (read by column name)."""
+        return cls(
+            seq=row["seq"],
+            at=row["at"],
+            actor=row["actor"],
+            method=row["method"],
+            tenant=row["tenant"],
+            project=row["project"],
+            action=row["action"],
+            targets=tuple(json.loads(row["targets"])),
+            outcome=row["outcome"],
+            reason=row["reason"],
+        )
+
+    def row(self) -> tuple[Any, ...]:
+        """The values of ``AUDIT_COLUMNS``, in order."""
+        targets = json.dumps(list(self.targets))
+        return (self.at, self.actor, self.method, self.tenant, self.project, self.action, targets, self.outcome,
+                self.reason)  # fmt: skip
 
     def as_json(self) -> dict[str, Any]:
         return {

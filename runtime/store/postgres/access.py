@@ -6,31 +6,13 @@ revocation committed by any process is seen by the next request of every other o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import asyncpg
 
-from runtime.access.store import AuditRecord, TokenRecord
+from runtime.access.store import AUDIT_COLUMNS, TOKEN_COLUMNS, AuditRecord, TokenRecord
 from runtime.errors import StoreError
 from runtime.store.postgres.database import PostgresDatabase
-
-_TOKEN_COLUMNS = "id, name, tenant, project, grants, salt, digest, created_at, expires_at, revoked_at"
-
-
-def _token(row: asyncpg.Record) -> TokenRecord:
-    return TokenRecord(
-        id=row["id"],
-        name=row["name"],
-        tenant=row["tenant"],
-        project=row["project"],
-        grants=tuple(json.loads(row["grants"])),
-        salt=bytes(row["salt"]),
-        digest=bytes(row["digest"]),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-    )
 
 
 class PostgresTokenStore:
@@ -41,17 +23,8 @@ class PostgresTokenStore:
         async def fn(conn: asyncpg.Connection) -> None:
             try:
                 await conn.execute(
-                    f"INSERT INTO access_tokens ({_TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    token.id,
-                    token.name,
-                    token.tenant,
-                    token.project,
-                    json.dumps(list(token.grants)),
-                    token.salt,
-                    token.digest,
-                    token.created_at,
-                    token.expires_at,
-                    token.revoked_at,
+                    f"INSERT INTO access_tokens ({TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    *token.row(),
                 )
             except asyncpg.UniqueViolationError as exc:
                 raise StoreError(f"a token {token.id} exists already") from exc
@@ -60,15 +33,15 @@ class PostgresTokenStore:
 
     async def get(self, token_id: str) -> TokenRecord | None:
         async def fn(conn: asyncpg.Connection) -> TokenRecord | None:
-            row = await conn.fetchrow(f"SELECT {_TOKEN_COLUMNS} FROM access_tokens WHERE id = $1", token_id)
-            return None if row is None else _token(row)
+            row = await conn.fetchrow(f"SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE id = $1", token_id)
+            return None if row is None else TokenRecord.from_row(row)
 
         return await self.db.read(fn)
 
     async def list(self) -> list[TokenRecord]:
         async def fn(conn: asyncpg.Connection) -> list[TokenRecord]:
-            rows = await conn.fetch(f"SELECT {_TOKEN_COLUMNS} FROM access_tokens ORDER BY created_at, id")
-            return [_token(r) for r in rows]
+            rows = await conn.fetch(f"SELECT {TOKEN_COLUMNS} FROM access_tokens ORDER BY created_at, id")
+            return [TokenRecord.from_row(r) for r in rows]
 
         return await self.db.read(fn)
 
@@ -77,25 +50,10 @@ class PostgresTokenStore:
             await conn.execute(
                 "UPDATE access_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", at, token_id
             )
-            row = await conn.fetchrow(f"SELECT {_TOKEN_COLUMNS} FROM access_tokens WHERE id = $1", token_id)
-            return None if row is None else _token(row)
+            row = await conn.fetchrow(f"SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE id = $1", token_id)
+            return None if row is None else TokenRecord.from_row(row)
 
         return await self.db.write(fn)
-
-
-def _audit(row: asyncpg.Record) -> AuditRecord:
-    return AuditRecord(
-        seq=row["seq"],
-        at=row["at"],
-        actor=row["actor"],
-        method=row["method"],
-        tenant=row["tenant"],
-        project=row["project"],
-        action=row["action"],
-        targets=tuple(json.loads(row["targets"])),
-        outcome=row["outcome"],
-        reason=row["reason"],
-    )
 
 
 class PostgresAuditStore:
@@ -103,15 +61,11 @@ class PostgresAuditStore:
         self.db = db
 
     async def append(self, records: Sequence[AuditRecord]) -> None:
-        rows = [
-            (r.at, r.actor, r.method, r.tenant, r.project, r.action, json.dumps(list(r.targets)), r.outcome, r.reason)
-            for r in records
-        ]
+        rows = [r.row() for r in records]
 
         async def fn(conn: asyncpg.Connection) -> None:
             await conn.executemany(
-                "INSERT INTO audit_log (at, actor, method, tenant, project, action, targets, outcome, reason)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 rows,
             )
 
@@ -121,7 +75,7 @@ class PostgresAuditStore:
     async def recent(self, limit: int) -> list[AuditRecord]:
         async def fn(conn: asyncpg.Connection) -> list[AuditRecord]:
             rows = await conn.fetch("SELECT * FROM audit_log ORDER BY seq DESC LIMIT $1", limit)
-            return [_audit(r) for r in reversed(rows)]
+            return [AuditRecord.from_row(r) for r in reversed(rows)]
 
         return await self.db.read(fn)
 

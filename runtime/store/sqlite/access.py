@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 
-from runtime.access.store import AuditRecord, TokenRecord
+from runtime.access.store import AUDIT_COLUMNS, TOKEN_COLUMNS, AuditRecord, TokenRecord
 from runtime.errors import StoreError
 from runtime.store.sqlite.database import SQLiteDatabase
-
-_TOKEN_COLUMNS = "id, name, tenant, project, grants, salt, digest, created_at, expires_at, revoked_at"
-
-
-def _token(row: sqlite3.Row) -> TokenRecord:
-    return TokenRecord(
-        id=row["id"],
-        name=row["name"],
-        tenant=row["tenant"],
-        project=row["project"],
-        grants=tuple(json.loads(row["grants"])),
-        salt=bytes(row["salt"]),
-        digest=bytes(row["digest"]),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-    )
 
 
 class SQLiteTokenStore:
@@ -36,19 +18,8 @@ class SQLiteTokenStore:
         def fn(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(
-                    f"INSERT INTO access_tokens ({_TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        token.id,
-                        token.name,
-                        token.tenant,
-                        token.project,
-                        json.dumps(list(token.grants)),
-                        token.salt,
-                        token.digest,
-                        token.created_at,
-                        token.expires_at,
-                        token.revoked_at,
-                    ),
+                    f"INSERT INTO access_tokens ({TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    token.row(),
                 )
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"a token {token.id} exists already") from exc
@@ -57,41 +28,26 @@ class SQLiteTokenStore:
 
     async def get(self, token_id: str) -> TokenRecord | None:
         def fn(conn: sqlite3.Connection) -> TokenRecord | None:
-            row = conn.execute(f"SELECT {_TOKEN_COLUMNS} FROM access_tokens WHERE id = ?", (token_id,)).fetchone()
-            return None if row is None else _token(row)
+            row = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE id = ?", (token_id,)).fetchone()
+            return None if row is None else TokenRecord.from_row(row)
 
         # a point read by primary key: on the loop's own connection, no thread hop (one per request)
         return await self.db.lookup(fn, small=lambda _conn: True)
 
     async def list(self) -> list[TokenRecord]:
         def fn(conn: sqlite3.Connection) -> list[TokenRecord]:
-            rows = conn.execute(f"SELECT {_TOKEN_COLUMNS} FROM access_tokens ORDER BY created_at, id")
-            return [_token(r) for r in rows]
+            rows = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM access_tokens ORDER BY created_at, id")
+            return [TokenRecord.from_row(r) for r in rows]
 
         return await self.db.read(fn)
 
     async def revoke(self, token_id: str, at: float) -> TokenRecord | None:
         def fn(conn: sqlite3.Connection) -> TokenRecord | None:
             conn.execute("UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (at, token_id))
-            row = conn.execute(f"SELECT {_TOKEN_COLUMNS} FROM access_tokens WHERE id = ?", (token_id,)).fetchone()
-            return None if row is None else _token(row)
+            row = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE id = ?", (token_id,)).fetchone()
+            return None if row is None else TokenRecord.from_row(row)
 
         return await self.db.write(fn)
-
-
-def _audit(row: sqlite3.Row) -> AuditRecord:
-    return AuditRecord(
-        seq=row["seq"],
-        at=row["at"],
-        actor=row["actor"],
-        method=row["method"],
-        tenant=row["tenant"],
-        project=row["project"],
-        action=row["action"],
-        targets=tuple(json.loads(row["targets"])),
-        outcome=row["outcome"],
-        reason=row["reason"],
-    )
 
 
 class SQLiteAuditStore:
@@ -99,15 +55,11 @@ class SQLiteAuditStore:
         self.db = db
 
     async def append(self, records: Sequence[AuditRecord]) -> None:
-        rows = [
-            (r.at, r.actor, r.method, r.tenant, r.project, r.action, json.dumps(list(r.targets)), r.outcome, r.reason)
-            for r in records
-        ]
+        rows = [r.row() for r in records]
 
         def fn(conn: sqlite3.Connection) -> None:
             conn.executemany(
-                "INSERT INTO audit_log (at, actor, method, tenant, project, action, targets, outcome, reason)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -117,7 +69,7 @@ class SQLiteAuditStore:
     async def recent(self, limit: int) -> list[AuditRecord]:
         def fn(conn: sqlite3.Connection) -> list[AuditRecord]:
             rows = conn.execute("SELECT * FROM audit_log ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
-            return [_audit(r) for r in reversed(rows)]
+            return [AuditRecord.from_row(r) for r in reversed(rows)]
 
         return await self.db.read(fn)
 
