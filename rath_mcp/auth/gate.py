@@ -106,6 +106,12 @@ class AuthGate:
         if path in self.metadata_paths and verb in ("GET", "HEAD"):
             await self._send_json(send, 200, self.metadata(scope))
             return
+        if _is_viewer_page(path) and verb in ("GET", "HEAD"):
+            # The viewer's page is the same static HTML for everyone and holds no data: a browser
+            # cannot put a bearer token on a page load, so the page asks for one (``#token=``) and
+            # sends it on every /mcp call, where this gate checks it like any client's.
+            await self.app(scope, receive, send)
+            return
         found = await self.auth.authenticate(_bearer(scope), self.resource(scope))
         if isinstance(found, Refusal):
             scope_wanted = METRICS_GRANT if path == "/metrics" else MCP_SCOPE
@@ -178,3 +184,8 @@ class AuthGate:
 def _quoted(text: str) -> str:
     """Text safe inside a quoted-string of a header: no quotes, backslashes or non-ASCII."""
     return text.replace("\\", "").replace('"', "'").encode("ascii", "replace").decode()
+
+
+def _is_viewer_page(path: str) -> bool:
+    """``/ui`` and its pages (``/ui/runs/…``, ``/ui/sessions/…``): the run viewer's static HTML."""
+    return path == "/ui" or path.startswith("/ui/")

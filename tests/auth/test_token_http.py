@@ -138,3 +138,14 @@ async def test_the_protected_resource_metadata_is_served_without_a_token(rt: Run
             body = answer.json()
             assert body["resource"] == served.mcp and "authorization_servers" not in body
             assert set(body["scopes_supported"]) == set(GRANTS) and body["bearer_methods_supported"] == ["header"]
+
+
+async def test_the_viewer_page_opens_without_a_token_but_its_data_needs_one(rt: Runtime) -> None:
+    async with rath_http(rt) as served, httpx2.AsyncClient() as http:
+        for path in ("/ui", "/ui/runs/run_x", "/ui/sessions/ses_x"):
+            page = await http.get(served.base + path)
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"], path
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answer = await http.post(served.mcp, json=call, headers={"Accept": "application/json, text/event-stream"})
+        assert answer.status_code == 401 and "resource_metadata=" in answer.headers["www-authenticate"]
+        assert (await http.post(served.base + "/ui", json=call)).status_code in (401, 405)
