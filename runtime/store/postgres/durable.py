@@ -26,6 +26,9 @@ from runtime.ids import new_id, now
 CHANNEL = "rath_runs"
 """The notification channel of run changes; each payload is one run id."""
 
+CANCEL_CHANNEL = "rath_run_cancels"
+"""The channel of cancels asked of running runs (each payload one run id): what their workers listen for."""
+
 RELEASED = 0.0
 """``lease_expires`` of a lease its worker gave up on shutdown (as on SQLite): the reaper hands the run on
 at once and, since no worker was lost, does not count it towards ``MAX_LOST_LEASES``."""
