@@ -84,6 +84,24 @@ class Claim:
     deadline: float | None
     lease_expires: float
 
+    @classmethod
+    def from_row(cls, row: Any) -> Claim:
+        """From a claimed ``runs`` row (a mapping by column name, as every backend's rows are)."""
+        return cls(
+            id=row["id"],
+            workflow=row["workflow"],
+            plan_hash=row["plan_hash"],
+            token=row["lease_token"],
+            state_json=row["state"],
+            step=row["step"],
+            visit=row["visit"],
+            attempt=row["attempt"],
+            session_id=row["session_id"],
+            input_json=row["input"],
+            deadline=row["deadline"],
+            lease_expires=row["lease_expires"],
+        )
+
 
 @dataclass(frozen=True)
 class EffectRecord:

@@ -36,7 +36,7 @@ from runtime.ids import now
 from runtime.store.postgres import decisions, durable, reap
 from runtime.store.postgres.database import PostgresDatabase, search_ids
 from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL, Scope
-from runtime.store.postgres.notify import Notifier, Subscription
+from runtime.store.postgres.notify import Notifier, Subscription, notify
 
 WATCH_POLL_S = 5.0
 """With no notification for this long, ``watch`` says "anything may have changed" (the polling fallback)."""
@@ -61,23 +61,6 @@ async def _relay(sub: Subscription, hear: Callable[[Sequence[str]], None], quiet
             hear([])
         else:
             hear(list(dict.fromkeys(n.payload for n in notes if n.payload)))
-
-
-def _claim(row: asyncpg.Record) -> Claim:
-    return Claim(
-        id=row["id"],
-        workflow=row["workflow"],
-        plan_hash=row["plan_hash"],
-        token=row["lease_token"],
-        state_json=row["state"],
-        step=row["step"],
-        visit=row["visit"],
-        attempt=row["attempt"],
-        session_id=row["session_id"],
-        input_json=row["input"],
-        deadline=row["deadline"],
-        lease_expires=row["lease_expires"],
-    )
 
 
 class PostgresRunStore:
@@ -203,7 +186,7 @@ class PostgresRunStore:
             if run["status"] == "running":
                 events: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
                 await durable.plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
-                await conn.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, run_id)  # its worker, wherever it is
+                await notify(conn, CANCEL_CHANNEL, run_id)  # its worker, wherever it is
                 return
             sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
             await durable.end_unheld(conn, run_id, "cancelled", reason, sets)
@@ -249,7 +232,7 @@ class PostgresRunStore:
 
     async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
         rows = await self.db.write(lambda c: durable.claim(c, self.scope, owner, lease_s, limit, workflows))
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         return await self.db.write(lambda c: durable.renew(c, leases, lease_s))

@@ -46,23 +46,6 @@ def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list
     return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
 
 
-def _claim(row: sqlite3.Row) -> Claim:
-    return Claim(
-        id=row["id"],
-        workflow=row["workflow"],
-        plan_hash=row["plan_hash"],
-        token=row["lease_token"],
-        state_json=row["state"],
-        step=row["step"],
-        visit=row["visit"],
-        attempt=row["attempt"],
-        session_id=row["session_id"],
-        input_json=row["input"],
-        deadline=row["deadline"],
-        lease_expires=row["lease_expires"],
-    )
-
-
 class SQLiteRunStore:
     """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in SQLite."""
 
@@ -201,7 +184,7 @@ class SQLiteRunStore:
 
     async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
         rows = await self.db.write(lambda c: durable.claim(c, self.scope, owner, lease_s, limit, workflows))
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         return await self.db.write(partial(durable.renew, leases=leases, lease_s=lease_s))

@@ -7,7 +7,7 @@ executions within a run; effects and interrupts are keyed by it so that a step r
 interrupt or a crash finds its own records and nobody else's.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS = [
     Migration(

@@ -14,7 +14,7 @@ session's is its usage over its parent's; merges (and anything else) count as ad
 which is exact for ``append`` merges and under-counts only what a ``concat`` merge counted twice.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS = [
     Migration(
