@@ -1,7 +1,7 @@
 """Scale-out on PostgreSQL: durable steps/s with 1, 2 and 4 worker processes, and a step's cost beside pgbench.
 
     .venv/bin/python bench/scale.py
-    .venv/bin/python bench/scale.py --server postgresql://postgres@127.0.0.1:5432 --slots 8 --steps 20
+    .venv/bin/python bench/scale.py --server postgresql://postgres@127.0.0.1:5432 --slots 4 --steps 20
 
 It makes a database of its own on the server (and drops it at the end), migrates it, and measures:
 
@@ -211,7 +211,7 @@ def report(rates: dict[int, float], noop: float, tps: float, args: argparse.Name
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--server", default=os.environ.get("RATH_BENCH_PG", "postgresql://postgres@127.0.0.1:5432"))
-    parser.add_argument("--slots", type=int, default=8, help="runs each worker process drives at once")
+    parser.add_argument("--slots", type=int, default=4, help="runs each worker process drives at once")
     parser.add_argument("--steps", type=int, default=20, help="0.1 s steps per run")
     parser.add_argument("--noop-steps", type=int, default=2000, help="no-op steps of the one no-op run")
     parser.add_argument("--pgbench-s", type=int, default=10, help="seconds pgbench runs")
