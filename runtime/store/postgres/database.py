@@ -250,10 +250,12 @@ class PostgresDatabase:
                 break
             except BaseException:
                 for item in items:
-                    item.result, item.error = None, StoreError("the write transaction was interrupted")
+                    if not item.settled.is_set():
+                        item.result, item.error = None, StoreError("the write transaction was interrupted")
                 raise
         for item in items:
-            item.result, item.error = None, error
+            if not item.settled.is_set():  # a write already committed and told so keeps its result
+                item.result, item.error = None, error
 
     async def _commit_batch(self, conn: asyncpg.Connection, items: list[_Write[Any]]) -> None:
         single = len(items) == 1
