@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import logs, prompts, resources, sampling, sdk, subscriptions, tools, wire
+from rath_mcp import logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
@@ -45,6 +45,7 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
     server.middleware.append(wire.guard_requests)
     client_sampling = sampling.install(server, rt)
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
+    tasks.install(server, rt)  # outside the argument checks' rewording, so a refused task reads the same
     server.middleware.append(concise_validation_errors(sdk.forbid_unknown_arguments(server)))
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)

@@ -207,6 +207,12 @@ class RunService:
         """Entries of the effect ledger with this status (None: all), oldest first."""
         return await self.store.effects(status, run_id)
 
+    async def note(self, run_id: str, event: str, data: dict[str, Any]) -> None:
+        """Record a fact about a run as an event (how a client asked for it, say), changing nothing else."""
+        check_json(data, "data")
+        await self.store.note(run_id, [(event, data)])
+        self.notify(run_id)
+
     # -- steering ----------------------------------------------------------------------------
     async def cancel(self, run_id: str, reason: str | None = None) -> Run:
         """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
@@ -216,7 +222,13 @@ class RunService:
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
         self.notify(run_id)
-        return await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
+        run = await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
+        if run.status != "running" and not run.terminal:
+            # its step parked (or was requeued) just as the cancel came: nobody holds it now, so it ends here
+            await self.store.cancel(run_id, reason)
+            self.notify(run_id)
+            run = await self.get(run_id)
+        return run
 
     async def resolve_interrupt(
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"

@@ -189,6 +189,11 @@ class RunStore(Protocol):
         ``needs_review`` run with nothing left ambiguous is queued. Returns the run id."""
         ...
 
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        """Append events to a run of this scope without changing it (whoever holds it): a fact
+        recorded about the run, such as how a client asked for it. ``NotFoundError`` if not here."""
+        ...
+
     # -- other processes --------------------------------------------------------------------
     async def watch(
         self,

@@ -301,6 +301,10 @@ class StepContext(ABC):
     async def progress(self, message: str) -> None:
         """Record a ``step.progress`` event (shown to watchers)."""
 
+    async def text(self, piece: str) -> None:
+        """Record a piece of a model's text as it is generated (a ``step.text`` event); default: dropped."""
+        return None
+
 
 class SyncStepContext(ABC):
     """The context a *sync* step gets. Sync steps run in an isolated child process, so that a

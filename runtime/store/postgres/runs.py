@@ -193,6 +193,13 @@ class PostgresRunStore:
 
         await self.db.write(write)
 
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        async def write(conn: asyncpg.Connection) -> None:
+            await durable.run_row(conn, self.scope, run_id)  # another scope's run is not found
+            await durable.plain_update(conn, run_id, {}, events)
+
+        await self.db.write(write)
+
     async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
         return await self.db.write(lambda c: decisions.decide(c, self.scope, interrupt_id, decision, check))
 

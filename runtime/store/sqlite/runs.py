@@ -166,6 +166,13 @@ class SQLiteRunStore:
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
         return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
 
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            durable.run_row(conn, self.scope, run_id)  # another scope's run is not found
+            durable.plain_update(conn, run_id, {}, events)
+
+        await self.db.write(write)
+
     # -- other processes --------------------------------------------------------------------
     async def watch(
         self,
