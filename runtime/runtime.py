@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 
 from runtime.backend import StoreBackend
 from runtime.durable.registry import WorkflowRegistry
-from runtime.durable.service import RunService
+from runtime.durable.service import POLL_S, RunService
 from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
@@ -45,6 +45,18 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """
     chosen = home if home is not None else os.environ.get("RATH_HOME") or DEFAULT_HOME
     return Path(chosen).expanduser().resolve()
+
+
+def resolve_poll_s(poll_s: float | None = None) -> float:
+    """``poll_s`` if given, else ``$RATH_POLL_S``, else ``POLL_S``: seconds between fallback polls."""
+    text = os.environ.get("RATH_POLL_S") if poll_s is None else None
+    try:
+        value = float(text) if text else (POLL_S if poll_s is None else float(poll_s))
+    except ValueError:
+        raise InvalidInputError(f"RATH_POLL_S must be a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise InvalidInputError(f"the poll interval must be a positive number of seconds (got {value!r})")
+    return value
 
 
 def store_path(home: Path) -> Path:
@@ -101,6 +113,7 @@ class Runtime:
         synchronous: str = "FULL",
         workers: int = 4,
         lease_s: float = 30.0,
+        poll_s: float | None = None,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
         create: bool = True,
@@ -113,6 +126,8 @@ class Runtime:
         ``create=False``: the store must exist already (inspecting never leaves an empty one behind).
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
+        ``poll_s``: how often waits and workers look at the store for what no notification told them
+        (default ``$RATH_POLL_S``, else 0.25 s); on PostgreSQL, notifications come first.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
@@ -124,6 +139,7 @@ class Runtime:
             raise InvalidInputError(f"workers must be a whole number of runs, 0 or more (got {workers!r})")
         if not lease_s > 0 or lease_s == float("inf"):
             raise InvalidInputError(f"lease_s must be a positive number of seconds (got {lease_s!r})")
+        poll_s = resolve_poll_s(poll_s)
         root = resolve_home(home)
         url = resolve_store(store, root)  # checked before anything is opened: a plain error
         if not create and url.path is not None and not url.path.is_file():
@@ -145,7 +161,7 @@ class Runtime:
                     opensandbox=opensandbox,
                     sandbox_policy=sandbox_policy,
                 )
-                rt.runs.lease_s = lease_s
+                rt.runs.lease_s, rt.runs.poll_s = lease_s, poll_s
                 tg.start_soon(rt.runs.follow_others)
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))

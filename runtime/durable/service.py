@@ -2,7 +2,9 @@
 
 Everything here is a short transaction on the store, so any process sharing the store sees the
 same runs. Changes made in this process wake local waiters at once; changes made by another
-process are noticed by polling (``POLL_S``).
+process reach them as the store reports them (``RunStore.watch``: PostgreSQL's LISTEN/NOTIFY),
+else by polling every ``poll_s`` (``POLL_S`` unless the runtime is told otherwise, e.g. by
+``$RATH_POLL_S``), which stays as the fallback on every store.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from runtime.runtime import Runtime
 
 POLL_S = 0.25
+WATCH_QUIET_S = 5.0  # a store's watch says "look again" after this long without a notification (or poll_s)
 CANCEL_GRACE_S = 5.0
 STATUSES: tuple[str, ...] = get_args(RunStatus)
 
@@ -40,10 +43,11 @@ def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], 
 class RunService:
     """Durable runs of one tenant/project, reached as ``runtime.runs``."""
 
-    def __init__(self, rt: Runtime, store: RunStore, *, lease_s: float = 30.0) -> None:
+    def __init__(self, rt: Runtime, store: RunStore, *, lease_s: float = 30.0, poll_s: float = POLL_S) -> None:
         self.rt = rt
         self.store = store
         self.lease_s = lease_s
+        self.poll_s = poll_s
         self.workers: list[Worker] = []
         self._waiters: dict[str, anyio.Event] = {}
 
@@ -62,12 +66,18 @@ class RunService:
     async def follow_others(self) -> None:
         """Wake local waiters and workers on changes other processes commit, as far as the store can tell
         them (``RunStore.watch``); with a store that cannot, polling does it."""
+        quiet_s = max(WATCH_QUIET_S, self.poll_s)
+        watch = partial(self.store.watch, self._changed_elsewhere, cancelled=self._cancelled_elsewhere, quiet_s=quiet_s)
         async with anyio.create_task_group() as tg:
-            await tg.start(partial(self.store.watch, self._changed_elsewhere))
+            await tg.start(watch)
 
     def _changed_elsewhere(self, run_ids: Sequence[str]) -> None:
         self.notify(*(run_ids or list(self._waiters)))
         self._wake_workers()
+
+    def _cancelled_elsewhere(self, run_ids: Sequence[str]) -> None:
+        for worker in self.workers:
+            worker.cancel_asked(run_ids)
 
     async def _read(self, run_id: str) -> tuple[anyio.Event, Run]:
         """The run, and the event the next local change to it sets (taken *before* reading, so no change is missed)."""
@@ -148,14 +158,14 @@ class RunService:
         return await self._until(run_id, lambda run: run.status in SETTLED, timeout_s)
 
     async def _until(self, run_id: str, done: Callable[[Run], bool], timeout_s: float) -> Run:
-        """Re-read the run on every local change (and every ``POLL_S``) until ``done(run)`` or ``timeout_s``."""
+        """Re-read the run on every change heard of (and every ``poll_s``) until ``done(run)`` or ``timeout_s``."""
         deadline = anyio.current_time() + max(0.0, timeout_s)
         while True:
             signal, run = await self._read(run_id)
             left = deadline - anyio.current_time()
             if done(run) or left <= 0:
                 return run
-            await self._changed(signal, min(POLL_S, left))
+            await self._changed(signal, min(self.poll_s, left))
 
     def watch(self, run_id: str) -> RunWatch:
         """``async with rt.runs.watch(id) as changes: async for run in changes: ...`` (or iterate directly).
@@ -208,7 +218,8 @@ class RunService:
     # -- steering ----------------------------------------------------------------------------
     async def cancel(self, run_id: str, reason: str | None = None) -> Run:
         """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
-        or after a short grace (a worker in another process notices at its next lease renewal)."""
+        or after a short grace (a worker in another process hears of it through the store's watch, else
+        at its next cancel poll)."""
         await self.store.cancel(run_id, reason)
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
@@ -282,7 +293,7 @@ class RunWatch:
                 self._last = key
                 self._done = run.status in TERMINAL
                 return run
-            await self.service._changed(signal, POLL_S)
+            await self.service._changed(signal, self.service.poll_s)
         raise StopAsyncIteration
 
 

@@ -110,6 +110,24 @@ class Claim:
     deadline: float | None
     lease_expires: float
 
+    @classmethod
+    def from_row(cls, row: Any) -> Claim:
+        """From a claimed ``runs`` row (a mapping by column name, as every backend's rows are)."""
+        return cls(
+            id=row["id"],
+            workflow=row["workflow"],
+            plan_hash=row["plan_hash"],
+            token=row["lease_token"],
+            state_json=row["state"],
+            step=row["step"],
+            visit=row["visit"],
+            attempt=row["attempt"],
+            session_id=row["session_id"],
+            input_json=row["input"],
+            deadline=row["deadline"],
+            lease_expires=row["lease_expires"],
+        )
+
 
 @dataclass(frozen=True)
 class EffectRecord:
@@ -203,11 +221,20 @@ class RunStore(Protocol):
         ...
 
     # -- other processes --------------------------------------------------------------------
-    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+    async def watch(
+        self,
+        changed: Callable[[Sequence[str]], None],
+        *,
+        task_status: TaskStatus[bool],
+        cancelled: Callable[[Sequence[str]], None] | None = None,
+        quiet_s: float = 5.0,
+    ) -> None:
         """Report runs other processes change: ``changed(run_ids)`` soon after each commit (an empty
-        sequence: anything may have changed, as after a reconnect), until cancelled. Started with
-        ``task_group.start``: ``True`` once listening; ``False`` (and return) from a backend that
-        cannot tell, whose changes the runtime notices by polling instead."""
+        sequence: anything may have changed, as after a reconnect or ``quiet_s`` of silence), until
+        cancelled; ``cancelled(run_ids)`` when a cancel of a running run is asked (``[]``: maybe
+        missed, look at every run held). Started with ``task_group.start``: ``True`` once
+        listening; ``False`` (and return) from a backend that cannot tell, whose changes the
+        runtime notices by polling instead."""
         ...
 
     # -- workers ----------------------------------------------------------------------------

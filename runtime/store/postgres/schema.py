@@ -18,8 +18,8 @@ PostgreSQL store has no history yet, each layer's migrations so far fold into on
 
 from __future__ import annotations
 
+from runtime.store.migration import Migration
 from runtime.store.postgres.bm25 import INDEX_DDL
-from runtime.store.postgres.migrations import Migration
 
 SESSIONS = [
     Migration(

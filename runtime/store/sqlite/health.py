@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from runtime.errors import StoreError
 
 if TYPE_CHECKING:
-    from runtime.store.sqlite.database import Migration
+    from runtime.store.migration import Migration
 
 RESTORE_HINT = (
     "stop every server and worker on it, then restore a backup (README: 'Back up and restore') "

@@ -48,23 +48,6 @@ def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list
     return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
 
 
-def _claim(row: sqlite3.Row) -> Claim:
-    return Claim(
-        id=row["id"],
-        workflow=row["workflow"],
-        plan_hash=row["plan_hash"],
-        token=row["lease_token"],
-        state_json=row["state"],
-        step=row["step"],
-        visit=row["visit"],
-        attempt=row["attempt"],
-        session_id=row["session_id"],
-        input_json=row["input"],
-        deadline=row["deadline"],
-        lease_expires=row["lease_expires"],
-    )
-
-
 class SQLiteRunStore:
     """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in SQLite."""
 
@@ -194,7 +177,14 @@ class SQLiteRunStore:
         await self.db.write(write)
 
     # -- other processes --------------------------------------------------------------------
-    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+    async def watch(
+        self,
+        changed: Callable[[Sequence[str]], None],
+        *,
+        task_status: TaskStatus[bool],
+        cancelled: Callable[[Sequence[str]], None] | None = None,
+        quiet_s: float = 5.0,
+    ) -> None:
         """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
         task_status.started(False)
 
@@ -215,7 +205,7 @@ class SQLiteRunStore:
         rows = await self.db.write(
             lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
         )
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
         return await self.db.read(lambda c: claims.holders(c, self.scope, host))

@@ -4,7 +4,7 @@
 step durations: only ``step.completed`` rows enter it, so other events pay nothing for it.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS: list[Migration] = [
     Migration(

@@ -11,7 +11,7 @@ takeover, ``runtime.durable.owner``); ``concurrency_key`` is the group a run cou
 workflow's concurrency limit.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS = [
     Migration(
