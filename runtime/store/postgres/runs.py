@@ -66,6 +66,7 @@ def _claim(row: asyncpg.Record) -> Claim:
         input_json=row["input"],
         deadline=row["deadline"],
         lease_expires=row["lease_expires"],
+        output_session_id=row["output_session_id"],
     )
 
 
@@ -79,17 +80,7 @@ class PostgresRunStore:
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
         scope = self.scope
-        fields = {
-            "workflow": new.workflow,
-            "plan_hash": new.plan_hash,
-            "session_id": new.session_id,
-            "input": new.input_json,
-            "state": new.input_json,
-            "step": new.step,
-            "idempotency_key": new.idempotency_key,
-            "request_hash": new.request_hash,
-            "deadline": new.deadline,
-        }
+        fields = new.columns()
 
         async def write(conn: asyncpg.Connection) -> str:
             if new.idempotency_key is not None:
@@ -103,7 +94,7 @@ class PostgresRunStore:
                 )  # fmt: skip
                 if old is not None:
                     if old["request_hash"] != new.request_hash:
-                        raise idempotency_conflict(key, old["id"])
+                        raise idempotency_conflict(key, old["id"], old["request_hash"], new.request_hash)
                     return str(old["id"])
             return await durable.insert_run(conn, scope, fields, events)
 

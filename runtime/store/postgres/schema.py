@@ -165,6 +165,15 @@ DURABLE = [
         CREATE INDEX run_effects_status ON run_effects (tenant, project, status);
         """,
     ),
+    Migration(
+        "0101_durable_results_and_forks",
+        """
+        ALTER TABLE runs ADD COLUMN result TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from TEXT COLLATE "C";
+        ALTER TABLE runs ADD COLUMN forked_from_seq INTEGER;
+        ALTER TABLE run_checkpoints ADD COLUMN session_id TEXT COLLATE "C";
+        """,
+    ),
 ]
 
 MEMORY = [

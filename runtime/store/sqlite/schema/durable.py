@@ -106,4 +106,13 @@ MIGRATIONS = [
         ALTER TABLE runs ADD COLUMN lost_leases INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    Migration(
+        "0102_durable_results_and_forks",
+        """
+        ALTER TABLE runs ADD COLUMN result TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from_seq INTEGER;
+        ALTER TABLE run_checkpoints ADD COLUMN session_id TEXT;
+        """,
+    ),
 ]
