@@ -115,6 +115,16 @@ def test_mcp_client_drives_custom_workflows_over_stdio(home: Path) -> None:
     assert "recall 'when is the picnic': The picnic is on Saturday in the park." in out
 
 
+def test_a_failed_run_forked_with_a_patch_finishes_without_building_again(home: Path) -> None:
+    out = run_example("fork_run.py", home)
+    failed = re.search(r"run (run_\w+) failed: step 'deploy' failed after 1 attempt\(s\): no target", out)
+    assert failed, out
+    assert re.search(r"checkpoint \d+: next step deploy", out)
+    assert "succeeded: result {'artifact': 'app-1.2.tar', 'deployed_to': 'staging'}" in out
+    assert f"forked_from {{'run_id': '{failed.group(1)}', 'checkpoint_seq'" in out
+    assert f"builds done: 1 (in {failed.group(1)})" in out
+
+
 # my_workflows.py is the --workflows file: mcp_client.py serves it and durable_approval.py imports it.
 HELPER_FILES: set[str] = {"my_workflows.py"}
 

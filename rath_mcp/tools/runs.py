@@ -136,7 +136,9 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
             str | None, Field(description="a user message: starts a new session, or is appended")
         ] = None,
         input: dict[str, Any] | None = None,
-        idempotency_key: Annotated[str | None, Field(description="the same key returns the same run")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="the same request repeated with this key returns the same run")
+        ] = None,
         deadline_s: Annotated[float | None, Field(gt=0)] = None,
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:
