@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-import jsonschema
-
 from runtime.durable.models import Row, loads
 from runtime.errors import InvalidInputError
 from runtime.flow.workflow import DecisionAction
@@ -18,6 +16,8 @@ def check_schema(value: Any, schema: dict[str, Any] | None, what: str) -> None:
     """Validate ``value`` against a JSON schema, with an error that says where and why."""
     if schema is None:
         return
+    import jsonschema  # imported on first use: it costs ~50 ms of every cold start
+
     try:
         jsonschema.validate(value, schema)
     except jsonschema.ValidationError as exc:

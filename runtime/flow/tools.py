@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import anyio
-import jsonschema
-from jsonschema.validators import Draft202012Validator
 
 from runtime.errors import ControlSignal, InvalidInputError, RathError, UsageError
 from runtime.providers.base import ToolSpec
@@ -68,9 +66,12 @@ class FlowToolCall:
             )
         if self.parameters.get("type") != "object":
             raise InvalidInputError(f"tool {self.name}: parameters must be a JSON schema with type 'object'")
+        from jsonschema import SchemaError  # imported on first use: it costs ~50 ms of every cold start
+        from jsonschema.validators import Draft202012Validator
+
         try:
             Draft202012Validator.check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
+        except SchemaError as exc:
             raise InvalidInputError(
                 f"tool {self.name}: parameters are not a valid JSON schema: {exc.message}"
             ) from None
@@ -87,7 +88,10 @@ class FlowToolCall:
             raise ToolArgumentsError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
         if not isinstance(args, dict):
             raise ToolArgumentsError(f"arguments must be a JSON object, got {type(args).__name__}")
-        error = jsonschema.exceptions.best_match(Draft202012Validator(self.parameters).iter_errors(args))
+        from jsonschema.exceptions import best_match
+        from jsonschema.validators import Draft202012Validator
+
+        error = best_match(Draft202012Validator(self.parameters).iter_errors(args))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
             raise ToolArgumentsError(f"argument {where}: {error.message}")

@@ -54,7 +54,6 @@ from runtime.sandbox.confine import (
     seccomp_pipe,
 )
 from runtime.sandbox.localfs import LocalFiles
-from runtime.sandbox.netproxy import filtering_proxy
 from runtime.sandbox.policy import SandboxPolicy
 from runtime.sandbox.process import run_process
 from runtime.sandbox.workspaces import copy_tree, remove_tree
@@ -215,6 +214,8 @@ class LocalSandbox:
         """Start the allow-list proxy for one command (bubblewrap only); its host socket path."""
         if self.mode != "bubblewrap" or not self.policy.allow_net:
             return None
+        from runtime.sandbox.netproxy import filtering_proxy  # only with --allow-net: kept off the cold start
+
         directory = tempfile.mkdtemp(prefix="rath-net-")
         stack.callback(shutil.rmtree, directory, True)
         path = os.path.join(directory, "proxy.sock")

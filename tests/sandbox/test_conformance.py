@@ -94,7 +94,7 @@ async def test_stdin_reaches_the_command(sandbox: Sandbox) -> None:
 async def test_a_timeout_kills_the_command_and_leaves_the_sandbox_usable(sandbox: Sandbox) -> None:
     slow = await sandbox.run_command("echo started; sleep 30 & sleep 30", timeout_s=0.5)
     assert slow.timed_out and slow.exit_code == -1 and not slow.ok
-    assert slow.duration_s < 10
+    assert slow.duration_s < 30  # back before either sleep could end: only a kill explains it, whatever the load
     after = await sandbox.run_command("echo still-here")
     assert after.stdout == "still-here\n" and after.ok
     await sandbox.write_file("after.txt", "ok")
