@@ -294,7 +294,7 @@ def idempotency_conflict(key: str, run_id: str, old: str = "", new: str = "") ->
     parts = _differing(old, new)
     what = ", ".join(parts) if parts else "workflow, message, session, input or deadline"
     return ConflictError(
-        f"idempotency key {key!r} was already used for run {run_id} by a request with a different {what}; "
+        f"idempotency key {key!r} was used for run {run_id} by a request with a different {what}; "
         "repeat the same request to get that run, or use a new key for a new request"
     )
 

@@ -85,5 +85,5 @@ async def test_a_different_request_under_a_key_is_refused_naming_what_differs(ba
     first = await store.create(new_run(idempotency_key="k", request_hash=same), [("run.created", {})])
     assert await store.create(new_run(idempotency_key="k", request_hash=same), []) == first
     other = request_fingerprint(workflow="wf", message="bye", input={})
-    with pytest.raises(ConflictError, match=r"key 'k' was already used for run .* different message;"):
+    with pytest.raises(ConflictError, match=r"key 'k' was used for run .* different message;"):
         await store.create(new_run(idempotency_key="k", request_hash=other), [])
