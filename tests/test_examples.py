@@ -87,7 +87,8 @@ def test_durable_run_survives_a_restart_and_resumes_after_approval(home: Path) -
     assert "receipt: {'posted': 'Note: picnic on Saturday'}" in out
     events = out.split("events: ")[1].split(", ")
     assert events[0] == "run.created" and "interrupt.created" in events and "interrupt.decided" in events
-    assert events.count("effect.succeeded") == 1, "the publish effect must happen exactly once"
+    # once each: the publish effect, and the question and decision written into the run's session
+    assert events.count("effect.succeeded") == 2, "the publish effect must happen exactly once"
 
 
 def test_agent_runs_tools_in_its_sandbox_and_cannot_leave_it(home: Path) -> None:
