@@ -1,12 +1,17 @@
 """Durable step throughput: ours vs OpenRath 2.0.0 vs a bare sqlite3 loop (one command).
 
-    .venv/bin/python bench/durable.py [--runs 1000] [--workers 64]
+    .venv/bin/python bench/durable.py [--runs 1000] [--concurrency 1,4,64] [--no-peer]
 
 A 10-step no-op workflow, ``--runs`` runs, ``synchronous=FULL`` everywhere; reports committed
 steps per second. Runs are submitted first and not timed (as in the OpenRath peer script); the
 timer covers claiming and executing every step. The bare loop does the same commits per step
 (run row update, three events, a checkpoint) one transaction at a time, with no asyncio and no
-runtime: the physical limit of one writer on this disk.
+runtime: the physical limit of one writer on this disk. It is measured twice, before and after
+ours, and the better figure is the baseline (the disk is shared: a slow patch must not flatter us).
+
+Targets (exit 1 when one is missed): with 1, 4 and 64 runs driven at once, at least 50% of the
+bare loop's steps/s (one run alone is the common case: an agent's run); at the highest
+concurrency, at least 3x OpenRath 2.0.0 (when the peer runs).
 """
 
 from __future__ import annotations
@@ -112,28 +117,34 @@ def openrath(runs: int) -> float:
     return float(match.group(1))
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1000)
-    parser.add_argument("--workers", type=int, default=64, help="runs driven at once by our runtime")
+    parser.add_argument("--concurrency", default="1,4,64", help="runs driven at once by our runtime, comma-separated")
+    parser.add_argument("--no-peer", action="store_true", help="skip OpenRath 2.0.0 (no peer venv)")
     args = parser.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",")]
     print(f"durable steps: {args.runs} runs x {STEPS} no-op steps, synchronous=FULL", flush=True)
-    theirs = openrath(args.runs)
+    theirs = None if args.no_peer else openrath(args.runs)
     limit = bare(args.runs)
-    mine = anyio.run(ours, args.runs, args.workers)
-    single = anyio.run(ours, args.runs, 1)
-    rows = [
-        (f"rath-mcp runtime, {args.workers} workers", mine),
-        ("rath-mcp runtime, 1 worker", single),
-        ("OpenRath 2.0.0 LocalRuntime", theirs),
-        ("bare sqlite3 loop", limit),
-    ]
-    print(f"{'system':<32} {'steps/s':>10} {'vs OpenRath':>12} {'vs bare':>9}")
+    mine = {n: anyio.run(ours, args.runs, n) for n in levels}
+    limit = max(limit, bare(args.runs))
+    rows: list[tuple[str, float]] = [(f"rath-mcp runtime, {n} at once", mine[n]) for n in levels]
+    rows += [("OpenRath 2.0.0 LocalRuntime", theirs)] if theirs else []
+    rows.append(("bare sqlite3 loop", limit))
+    print(f"{'system':<32} {'steps/s':>10} {'us/step':>9} {'vs OpenRath':>12} {'vs bare':>9}")
     for name, value in rows:
-        print(f"{name:<32} {value:>10.0f} {value / theirs:>11.2f}x {value / limit:>8.0%}")
-    print(f"targets: >= 3x OpenRath ({'met' if mine >= 3 * theirs else 'NOT met'}), ", end="")
-    print(f">= 50% of the bare loop ({'met' if mine >= 0.5 * limit else 'NOT met'})")
+        versus = f"{value / theirs:>11.2f}x" if theirs else f"{'-':>12}"
+        print(f"{name:<32} {value:>10.0f} {1e6 / value:>9.0f} {versus} {value / limit:>8.0%}")
+    missed = [
+        f"{n} at once: {mine[n] / limit:.0%} of the bare loop (target 50%)" for n in levels if mine[n] < 0.5 * limit
+    ]
+    top = max(levels)
+    if theirs and mine[top] < 3 * theirs:
+        missed.append(f"{top} at once: {mine[top] / theirs:.2f}x OpenRath (target 3x)")
+    print("targets: " + ("all met" if not missed else "MISSED " + "; ".join(missed)))
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

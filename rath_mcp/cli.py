@@ -22,6 +22,8 @@ import anyio
 import anyio.to_thread
 
 from rath_mcp import shell
+from rath_mcp.auth import commands as access_commands
+from rath_mcp.auth.flags import AUTH_MODES, auth_problem
 from rath_mcp.shell import existing_store, note, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
@@ -118,6 +120,12 @@ def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
     return load_policy(home, flags)
 
 
+LEASE_HELP = (
+    "seconds a claim on a run lasts unrenewed: how soon a worker on another machine may take over a dead one "
+    "(a dead process on this host is taken over at once)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
     parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
@@ -131,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
+    p.add_argument("--auth", choices=AUTH_MODES, default="none", help="how HTTP/SSE callers authenticate")
+    p.add_argument("--issuer", metavar="URL", help="--auth oauth: the authorization server's issuer URL")
+    p.add_argument("--audience", metavar="URL", help="--auth oauth: the token audience (default: this server's URL)")
     _sandbox_args(p)
     _home_arg(p)
 
@@ -142,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
-    p.add_argument("--lease-s", type=_seconds, default=30.0, help="how soon another worker may take over a dead one")
+    p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     _sandbox_args(p)
     _home_arg(p)
@@ -154,12 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     _home_arg(p)
 
     shell.add_commands(sub, _home_arg)
+    access_commands.add_commands(sub, _home_arg)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve" and (problem := _auth_problem(args)):
+        parser.error(problem)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return anyio.run(_dispatch, args)
@@ -203,12 +219,22 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _check(args)
     if command == "backup":
         return await _backup(args)
+    if command == "token":
+        return await access_commands.token(args)
+    if command == "audit":
+        return await access_commands.audit(args)
     return await shell.run(args)
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from rath_mcp.auth.remote import remote_for
     from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
     from rath_mcp.transports import serve
+
+    if args.issuer:
+        from rath_mcp.auth.oauth import check_issuer
+
+        check_issuer(args.issuer)
 
     if args.transport != "stdio":
         _check_listen(args.host, args.port)
@@ -217,12 +243,21 @@ async def _serve(args: argparse.Namespace) -> int:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
     async with Runtime.open(
-        home, store=args.store, workers=args.workers, sandbox=args.sandbox, sandbox_policy=policy
+        home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox=args.sandbox, sandbox_policy=policy
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
-        await serve(build_server(rt), args.transport, host=args.host, port=args.port)
+        remote = remote_for(rt, args.auth, issuer=args.issuer, audience=args.audience)
+        if args.transport != "stdio":
+            note(f"HTTP callers authenticate with: --auth {args.auth}")
+        server = build_server(rt, remote=remote)
+        await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate)
     return 0
+
+
+def _auth_problem(args: argparse.Namespace) -> str | None:
+    """Flags that cannot be served together (a usage error), checked before anything opens."""
+    return auth_problem(args.transport, args.host, args.auth, args.issuer, args.audience)
 
 
 def _check_listen(host: str, port: int) -> None:

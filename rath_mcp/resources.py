@@ -13,7 +13,7 @@ from mcp.server import MCPServer
 
 from rath_mcp.errors import translate_resource
 from runtime import Runtime
-from runtime.sessions import Chunk, Session
+from runtime.sessions import Chunk, Session, SessionInfo
 
 JSON = "application/json"
 MARKDOWN = "text/markdown"
@@ -27,10 +27,25 @@ def dumps(value: Any) -> str:
 
 def transcript(session: Session) -> str:
     """A session as Markdown: one section per chunk, tool calls and results labelled."""
-    lines = [f"# Session {session.id}", "", f"*{session.op}* · {session.length} chunks", ""]
+    lines = _transcript_head(session)
     for index, chunk in enumerate(session.chunks):
         lines.extend(_chunk_markdown(index, chunk))
     return "\n".join(lines).rstrip() + "\n"
+
+
+async def streamed_transcript(rt: Runtime, session_id: str) -> str:
+    """``transcript`` of a stored session, its chunks read a page at a time (no whole ``Session`` built)."""
+    lines = _transcript_head(await rt.sessions.info(session_id))
+    index = 0
+    async for page in rt.sessions.pages(session_id):
+        for chunk in page:
+            lines.extend(_chunk_markdown(index, chunk))
+            index += 1
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _transcript_head(session: SessionInfo) -> list[str]:
+    return [f"# Session {session.id}", "", f"*{session.op}* · {session.length} chunks", ""]
 
 
 def _chunk_markdown(index: int, chunk: Chunk) -> list[str]:
@@ -59,7 +74,7 @@ def register_session_resources(server: MCPServer, rt: Runtime) -> None:
     @translate_resource
     async def session_transcript(session_id: str) -> str:
         """A session as a readable Markdown transcript."""
-        return transcript(await rt.sessions.get(session_id))
+        return await streamed_transcript(rt, session_id)
 
     @server.resource("rath://sessions/{session_id}/lineage", name="session_lineage", mime_type=MERMAID)
     @translate_resource

@@ -9,6 +9,8 @@
   the read stream of stdio and SSE (``rath_mcp.wire``) and so need their names.
 - ``MCPServer`` offers no way to refuse unknown tool arguments; each registered tool's argument
   model is swapped for one that forbids extras (``forbid_unknown_arguments``).
+- A tool's ``_meta`` can only be given when it is added; the MCP App links tools that are registered
+  elsewhere to its ``ui://`` resource afterwards (``add_tool_meta``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ from mcp.server.session import ServerSession
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from pydantic import ConfigDict
 
-__all__ = ["ReadStream", "WriteStream", "add_request_handler", "connection_of", "forbid_unknown_arguments", "lowlevel"]
+__all__ = [
+    "ReadStream",
+    "WriteStream",
+    "add_request_handler",
+    "add_tool_meta",
+    "connection_of",
+    "forbid_unknown_arguments",
+    "lowlevel",
+]
 
 
 def connection_of(session: ServerSession) -> Connection:
@@ -60,3 +70,11 @@ def forbid_unknown_arguments(server: MCPServer) -> dict[str, list[str]]:
         tool.parameters = {**tool.parameters, "additionalProperties": False}
         accepted[tool.name] = [field.alias or name for name, field in strict.model_fields.items()]
     return accepted
+
+
+def add_tool_meta(server: MCPServer, name: str, meta: dict[str, Any]) -> None:
+    """Merge ``meta`` into a registered tool's ``_meta`` (``MCPServer`` sets it only when a tool is added)."""
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:
+        raise ValueError(f"no tool named {name!r} is registered")
+    tool.meta = {**(tool.meta or {}), **meta}

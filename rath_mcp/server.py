@@ -11,7 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import logs, prompts, resources, sampling, sdk, subscriptions, tools, wire
+from rath_mcp import apps, audit, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
+from rath_mcp.auth.remote import Remote, remote_for
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
@@ -33,18 +34,26 @@ def server_version() -> str:
         return "0.0.0+source"
 
 
-def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
+def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, remote: Remote | None = None) -> MCPServer:
     """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
 
     ``heartbeat_s`` is how often a waiting tool sends a progress notification when nothing changes.
+    ``remote``: the audit trail and metrics shared with the HTTP gate (``serve --auth``); default: local.
     """
     bus = InMemorySubscriptionBus()
     server: MCPServer = MCPServer(
-        SERVER_NAME, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
+        SERVER_NAME,
+        version=server_version(),
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        subscriptions=bus,
+        extensions=[apps.extension()],
     )
     server.middleware.append(wire.guard_requests)
     client_sampling = sampling.install(server, rt)
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
+    apps.link_tools(server)
+    tasks.install(server, rt)  # outside the argument checks' rewording, so a refused task reads the same
     server.middleware.append(concise_validation_errors(sdk.forbid_unknown_arguments(server)))
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)
@@ -53,4 +62,6 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S) -> MCPServer:
     prompts.register_completions(server, rt)
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))
     logs.install(server)
+    remote = remote or remote_for(rt)
+    audit.install(server, remote.auditor, remote.metrics, remote.default)  # outermost: sees every refusal
     return server

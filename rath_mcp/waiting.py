@@ -34,6 +34,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from rath_mcp.agent_text import TextRelay
 from rath_mcp.asking import Answer, answer_from, form_for, message_for, request_for
 from rath_mcp.logs import level_of, log
 from rath_mcp.sampling import ClientSampling, to_params
@@ -88,22 +89,29 @@ def actor_of(ctx: Context, how: str = "mcp-elicitation") -> str:
 class _Progress:
     """Progress notifications whose value strictly increases (seconds waited), as the spec asks."""
 
-    def __init__(self, ctx: Context, total: float) -> None:
+    def __init__(self, ctx: Context, total: float, text: TextRelay | None = None) -> None:
         self.ctx = ctx
         self.total = total
         self.start = anyio.current_time()
         self.last = -1.0
         self.status: str | None = None
+        self.text = text
 
     async def send(self, run: Run) -> None:
         if self.status is not None and run.status != self.status:
             text = f"run {run.id}: {self.status} -> {run.status}" + (f" ({run.error})" if run.error else "")
             await log(self.ctx, level_of(run.status), text)
         self.status = run.status
+        for piece in await self.text.fresh(run) if self.text is not None else []:
+            await log(self.ctx, "info", {"run_id": run.id, "text": piece})
+            await self.ctx.report_progress(self._tick(), self.total, piece)
+        where = f" at step {run.step}" if run.step else ""
+        await self.ctx.report_progress(self._tick(), self.total, f"run {run.id} is {run.status}{where}")
+
+    def _tick(self) -> float:
         value = max(round(anyio.current_time() - self.start, 3), self.last + 0.001)
         self.last = value
-        where = f" at step {run.step}" if run.step else ""
-        await self.ctx.report_progress(value, self.total, f"run {run.id} is {run.status}{where}")
+        return value
 
 
 class RunWaiter:
@@ -158,7 +166,7 @@ class RunWaiter:
         self, ctx: Context, run_id: str, budget_s: float, queue: SamplingQueue | None
     ) -> Run | InputRequiredResult:
         deadline = anyio.current_time() + budget_s
-        progress = _Progress(ctx, budget_s)
+        progress = _Progress(ctx, budget_s, TextRelay(self.rt, run_id))
         asked = set(await self.apply_answers(ctx, run_id))
         while True:
             left = deadline - anyio.current_time()

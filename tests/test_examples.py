@@ -186,7 +186,7 @@ def test_readme_tables_list_exactly_the_servers_tools_and_resources(home: Path) 
     missing, extra = listed["tools"] - documented, documented - listed["tools"]
     assert not missing and not extra, f"README tool table: missing {sorted(missing)}, not served {sorted(extra)}"
     section = readme_section("Resources and prompts")
-    uris = set(re.findall(r"`(rath://[^`]+)`", section))
+    uris = set(re.findall(r"`((?:rath|ui)://[^`]+)`", section))
     assert uris == listed["resources"], (
         f"README resources: missing {listed['resources'] - uris}, extra {uris - listed['resources']}"
     )

@@ -104,6 +104,20 @@ class Delegation(WireModel):
     pending_interrupts: list[dict[str, Any]]
     hint: str | None
 
+    @classmethod
+    async def of(cls, rt: Runtime, run: Run) -> Delegation:
+        """What ``delegate`` (and a delegate task) hands back for this run: the one place it is made."""
+        return cls(
+            answer=await answer_of(rt, run),
+            result=run.result,
+            run_id=run.id,
+            session_id=run.output_session_id or run.session_id,
+            status=run.status,
+            error=run.error,
+            pending_interrupts=[i.public() for i in run.pending_interrupts],
+            hint=hint_for(run),
+        )
+
 
 async def answer_of(rt: Runtime, run: Run) -> str | None:
     """The last assistant message of a finished run's output session."""
@@ -256,16 +270,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         outcome = await waiter.wait(ctx, run_id, cap(wait_s))
         if isinstance(outcome, InputRequiredResult):
             return outcome
-        return Delegation(
-            answer=await answer_of(rt, outcome),
-            result=outcome.result,
-            run_id=outcome.id,
-            session_id=outcome.output_session_id or outcome.session_id,
-            status=outcome.status,
-            error=outcome.error,
-            pending_interrupts=[i.public() for i in outcome.pending_interrupts],
-            hint=hint_for(outcome),
-        )
+        return await Delegation.of(rt, outcome)
 
 
 def summary_of(outcome: Run | InputRequiredResult) -> RunSummary | InputRequiredResult:

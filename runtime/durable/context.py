@@ -216,3 +216,12 @@ class LiveContext(StepContext):
         events: list[EventSpec] = [("step.progress", {"step": self.step, "message": str(message)})]
         await self._write(self.runtime.runs.store.commit(self.run_id, self.token, {}, events))
         self.runtime.runs.notify(self.run_id)
+
+    async def text(self, piece: str) -> None:
+        """A piece of a model's text as it is generated (an agent's ``on_delta``): a ``step.text``
+        event, so whoever waits on the run, in any process on the store, can show it at once."""
+        if not piece:
+            return
+        events: list[EventSpec] = [("step.text", {"step": self.step, "text": str(piece)})]
+        await self._write(self.runtime.runs.store.commit(self.run_id, self.token, {}, events))
+        self.runtime.runs.notify(self.run_id)

@@ -82,6 +82,7 @@ async def fork_run(
         session_id=session_id,
         state_json=dumps(state),
         forked_from=(run_id, seq),
+        concurrency_key=plan.run_key(origin.input),  # a fork counts against its workflow's limit too
     )
     created = {"workflow": origin.workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
     forked = {**origin_ref, "next_step": next_step, "patched": sorted(state_patch or {}), "from_session": source}

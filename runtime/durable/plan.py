@@ -62,9 +62,32 @@ class Plan:
     steps: Mapping[str, StepPlan]
     plan_hash: str
     workflow: Workflow
+    concurrency: int | None = None
+    """At most this many runs execute at once across the store (per concurrency key); None: no limit."""
+    concurrency_key: str | None = None
+    """The input field that keys the limit, or the name of the method that computes it (described only)."""
+    key_of: Callable[[dict[str, Any]], str | None] | None = None
 
     def method(self, step: str) -> Callable[..., Any]:
         return getattr(self.workflow, step)  # type: ignore[no-any-return]
+
+    def run_key(self, input: dict[str, Any]) -> str | None:
+        """The concurrency key of a run with this input (None: the workflow's keyless group)."""
+        if self.key_of is None:
+            return None
+        try:
+            key = self.key_of(input)
+        except Exception as exc:  # the workflow's own code: its failure is a bad input, said in one line
+            raise InvalidInputError(
+                f"concurrency_key of workflow {self.name!r} failed on this input ({type(exc).__name__}: {exc}); "
+                "give the input it expects"
+            ) from None
+        if key is not None and not isinstance(key, str):
+            raise InvalidInputError(
+                f"concurrency_key of workflow {self.name!r} gave {key!r} for this input; "
+                "it must return a string or None"
+            )
+        return key
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -73,6 +96,8 @@ class Plan:
             "input_schema": dict(self.input_schema) if self.input_schema is not None else None,
             "steps": [s.public() for s in self.steps.values()],
             "plan_hash": self.plan_hash,
+            "concurrency": self.concurrency,
+            "concurrency_key": self.concurrency_key,
         }
 
 
@@ -187,6 +212,30 @@ def _forward_plan(cls: type[Workflow]) -> dict[str, StepPlan]:
     return {FORWARD_STEP: plan}
 
 
+def _field_key(field: str) -> Callable[[dict[str, Any]], str | None]:
+    def key_of(input: dict[str, Any]) -> str | None:
+        value = input.get(field)
+        return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+    return key_of
+
+
+def _concurrency(cls: type[Workflow], instance: Workflow) -> dict[str, Any]:
+    """The plan's concurrency fields from the class's ``concurrency`` and ``concurrency_key``."""
+    limit, key = cls.concurrency, cls.concurrency_key
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise _fail(cls, f"concurrency = {limit!r}; give a whole number of runs, 1 or more (or None: no limit)")
+    if key is None:
+        return {"concurrency": limit}
+    if isinstance(key, str):
+        if not key:
+            raise _fail(cls, "concurrency_key is empty; name an input field, or define a method concurrency_key(input)")
+        return {"concurrency": limit or 1, "concurrency_key": key, "key_of": _field_key(key)}
+    if callable(key):
+        return {"concurrency": limit or 1, "concurrency_key": "concurrency_key()", "key_of": instance.concurrency_key}
+    raise _fail(cls, f"concurrency_key = {key!r}; name an input field, or define a method concurrency_key(input)")
+
+
 def compile_workflow(target: type[Workflow] | Workflow) -> Plan:
     """Check a workflow class (or instance) and return its immutable plan."""
     instance = target() if isinstance(target, type) else target
@@ -222,4 +271,5 @@ def compile_workflow(target: type[Workflow] | Workflow) -> Plan:
         steps=MappingProxyType(steps),
         plan_hash=digest,
         workflow=instance,
+        **_concurrency(cls, instance),
     )

@@ -41,6 +41,10 @@ class WorkflowRegistry:
     def names(self) -> list[str]:
         return sorted(self._plans)
 
+    def limits(self) -> dict[str, int]:
+        """Workflow name -> its ``concurrency`` limit, for the workflows that have one."""
+        return {name: plan.concurrency for name, plan in self._plans.items() if plan.concurrency is not None}
+
     def get(self, name: str) -> Plan:
         try:
             return self._plans[name]

@@ -96,6 +96,7 @@ class RunService:
         payload = dict(input or {})
         check_json(payload, "input")
         decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
+        plan.run_key(payload)  # a concurrency key that cannot be computed is refused before anything is written
         if session_id is not None:
             await self.rt.sessions.info(session_id)
 
@@ -157,6 +158,7 @@ class RunService:
             idempotency_key=idempotency_key,
             request_hash=fingerprint,
             deadline=now() + deadline_s if deadline_s is not None else None,
+            concurrency_key=plan.run_key(payload),
         )
         created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": source}
         run_id = await self.store.create(new, [("run.created", created)])
@@ -242,6 +244,12 @@ class RunService:
         """Entries of the effect ledger with this status (None: all), oldest first."""
         return await self.store.effects(status, run_id)
 
+    async def note(self, run_id: str, event: str, data: dict[str, Any]) -> None:
+        """Record a fact about a run as an event (how a client asked for it, say), changing nothing else."""
+        check_json(data, "data")
+        await self.store.note(run_id, [(event, data)])
+        self.notify(run_id)
+
     # -- steering ----------------------------------------------------------------------------
     async def cancel(self, run_id: str, reason: str | None = None) -> Run:
         """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
@@ -250,7 +258,13 @@ class RunService:
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
         self.notify(run_id)
-        return await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
+        run = await self._until(run_id, lambda run: run.status != "running", CANCEL_GRACE_S)
+        if run.status != "running" and not run.terminal:
+            # its step parked (or was requeued) just as the cancel came: nobody holds it now, so it ends here
+            await self.store.cancel(run_id, reason)
+            self.notify(run_id)
+            run = await self.get(run_id)
+        return run
 
     async def resolve_interrupt(
         self, interrupt_id: str, action: str, value: Any = None, reason: str | None = None, actor: str = "user"

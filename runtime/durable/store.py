@@ -10,6 +10,18 @@ Fencing: a worker's claim gives the run a new, higher ``token``; every change ma
 (changing nothing) unless the run is still ``running`` under exactly that token. So a worker
 that lost its lease can never commit.
 
+Takeover: a claim records its ``Holder`` (the claiming process). A worker that sees a holder of its
+own host gone (``runtime.durable.owner``) calls ``take_over``, which requeues that holder's runs as
+the reaper does for an expired lease; the next claim bumps the token, so the dead holder's late
+commit (a process that was only frozen, say) is still rejected.
+
+Concurrency: ``claim`` and ``next_ready`` take ``limits`` (workflow name -> N): at most N runs of
+that workflow are ``running`` at once per ``concurrency_key`` (the key a run was created with;
+runs without one share a group), however many workers and processes claim. A queued run whose
+group is full is skipped, and the others behind it in its group wait their turn (first in, first
+out by ``next_at``). Only ``running`` holds a slot: a run waiting on an interrupt, or for a retry,
+does not.
+
 Changes to a run are given as ``RunChange``: run fields (the keys of ``RUN_FIELDS``) to set. Events
 are ``(type, data)`` pairs; the store numbers them (``seq``) in order after the run's last event.
 """
@@ -24,7 +36,7 @@ from typing import Any, Protocol
 
 from anyio.abc import TaskStatus
 
-from runtime.durable.models import Effect, Event, Interrupt, Run
+from runtime.durable.models import Effect, Event, Interrupt, Row, Run
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision
 
@@ -45,6 +57,9 @@ RELEASE: dict[str, Any] = {"lease_owner": None, "lease_expires": None}
 MAX_LOST_LEASES = 3
 """A step visit whose worker vanished this many times fails the run instead of killing worker after worker
 (a lease its worker gave up on shutdown, ``RunStore.release``, is handed on without counting)."""
+
+#: Workflow name -> how many of its runs may be running at once (per concurrency key).
+Limits = Mapping[str, int]
 
 #: ``(state_json, next_step, pending interrupt ids)`` written as a checkpoint with a commit.
 StepCheckpoint = tuple[str, str | None, list[str]]
@@ -71,6 +86,7 @@ class NewRun:
     deadline: float | None = None
     state_json: str | None = None
     forked_from: tuple[str, int] | None = None
+    concurrency_key: str | None = None
 
     def columns(self) -> dict[str, Any]:
         """The run row's own columns (every backend inserts exactly these)."""
@@ -87,7 +103,18 @@ class NewRun:
             "deadline": self.deadline,
             "forked_from": origin[0] if origin else None,
             "forked_from_seq": origin[1] if origin else None,
+            "concurrency_key": self.concurrency_key,
         }
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process a claim belongs to (``runtime.durable.owner`` says whether it still lives): ``host``
+    (the processes that can see each other's ``/proc``), ``pid``, ``started`` (clock ticks after boot)."""
+
+    host: str
+    pid: int
+    started: int
 
 
 @dataclass(frozen=True)
@@ -195,6 +222,11 @@ class RunStore(Protocol):
         ``needs_review`` run with nothing left ambiguous is queued. Returns the run id."""
         ...
 
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        """Append events to a run of this scope without changing it (whoever holds it): a fact
+        recorded about the run, such as how a client asked for it. ``NotFoundError`` if not here."""
+        ...
+
     # -- other processes --------------------------------------------------------------------
     async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
         """Report runs other processes change: ``changed(run_ids)`` soon after each commit (an empty
@@ -204,13 +236,32 @@ class RunStore(Protocol):
         ...
 
     # -- workers ----------------------------------------------------------------------------
-    async def next_ready(self, workflows: Sequence[str]) -> float | None:
-        """The earliest ``next_at`` of a queued run of these workflows (None: there is none)."""
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        """The earliest ``next_at`` of a queued run of these workflows that ``limits`` let run (None: none)."""
         ...
 
-    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
         """Take up to ``limit`` runnable runs, earliest ``next_at`` first: each becomes ``running``
-        under ``owner`` with a new, higher token and a lease of ``lease_s``. No run is claimed twice."""
+        under ``owner`` (held by ``holder``) with a new, higher token and a lease of ``lease_s``.
+        No run is claimed twice, and no workflow gets more runs running than ``limits`` allow."""
+        ...
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        """Cheap: ``(pid, started)`` of every process of ``host`` holding a running run here."""
+        ...
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        """Requeue the running runs held by that (ended) process, as ``reap`` does for an expired lease
+        (``lease.taken_over`` instead of ``lease.expired``). Returns the runs touched."""
         ...
 
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
@@ -266,6 +317,30 @@ class RunStore(Protocol):
     async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
         """Record the interrupt and park the run: ``waiting``, lease given up, a checkpoint taken."""
         ...
+
+
+def lost_worker_change(row: Row, ambiguous: Sequence[str], lost: int, at: float) -> dict[str, Any]:
+    """The change to a running run whose worker is gone (its lease expired, or its process ended), the same on
+    every backend: cancelled if that was asked, ``needs_review`` with ``ambiguous`` effects, failed after
+    ``MAX_LOST_LEASES`` (``lost`` counts this loss), else queued at ``at``. ``row`` has the run's columns."""
+    sets: dict[str, Any] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
+    if row["cancel_requested"]:
+        sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
+    elif ambiguous:
+        sets.update(
+            status="needs_review",
+            error=f"effect(s) {list(ambiguous)} were in flight when worker {row['lease_owner']} lost its lease; "
+            "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
+        )
+    elif lost >= MAX_LOST_LEASES:
+        sets.update(
+            status="failed",
+            error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
+            "fix the step and start a new run",
+        )
+    else:
+        sets.update(status="queued", next_at=at)
+    return sets
 
 
 # -- the messages every store gives (so they read the same on every backend) -------------------

@@ -5,6 +5,13 @@ One ``Worker`` serves up to ``slots`` runs at once. Three loops share its task g
 held lease in one transaction every ``lease_s / 3``, and learns about cancels requested from
 other processes), and *reap* (requeues runs whose worker vanished, expires interrupts and
 deadlines). Any number of workers, in any number of processes, may share one store.
+
+A worker vanishes in two ways. One on another machine is known gone only when its lease runs out.
+One on this host is known gone the moment its process is: every claim records its holder
+(``runtime.durable.owner``), and the reap loop, at once when the worker starts and then on every
+round (a read of the holders of running runs and a look at ``/proc``), takes over the runs of a
+holder that has ended, without waiting for its lease. Claims respect each workflow's
+``concurrency`` (``RunStore.claim``'s ``limits``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.durable.owner import is_gone, this_process
 from runtime.durable.runner import Lease, Runner
 from runtime.durable.store import RELEASE, Claim, EventSpec
 from runtime.errors import LeaseLostError
@@ -43,6 +51,7 @@ class Worker:
         self.lease_s = lease_s if lease_s is not None else rt.runs.lease_s
         self.poll_s = poll_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.holder = this_process()  # None where /proc cannot say: then only leases recover our runs
         self.leases: dict[str, Lease] = {}
         self._wake = anyio.Event()
         self._slot_free = anyio.Event()
@@ -84,10 +93,24 @@ class Worker:
     # -- claiming ----------------------------------------------------------------------------
     async def claim(self, limit: int) -> list[Claim]:
         """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
-        names = self.rt.workflows.names()
+        names, limits = self.rt.workflows.names(), self.rt.workflows.limits()
         with anyio.CancelScope(shield=True):  # a claim that commits must reach its caller
-            claims = await self.rt.runs.store.claim(self.owner, self.lease_s, limit, names)
+            claims = await self.rt.runs.store.claim(
+                self.owner, self.lease_s, limit, names, holder=self.holder, limits=limits
+            )
         return claims
+
+    async def take_over_ended(self) -> list[str]:
+        """Requeue the runs held by processes of this host that have ended (prompt takeover); their ids."""
+        if self.holder is None:
+            return []
+        host, store, touched = self.holder.host, self.rt.runs.store, []
+        for pid, started in await store.holders(host):
+            if is_gone(pid, started):
+                taken = await store.take_over(host, pid, started)
+                log.info("took over %d run(s) of ended process %s on this host", len(taken), pid)
+                touched += taken
+        return touched
 
     def _stop_claiming(self) -> None:
         self._stopping = True
@@ -107,7 +130,7 @@ class Worker:
                 await self._slot_free.wait()
                 continue
             self._wake = anyio.Event()
-            ready_at = await self.rt.runs.store.next_ready(self.rt.workflows.names())
+            ready_at = await self.rt.runs.store.next_ready(self.rt.workflows.names(), limits=self.rt.workflows.limits())
             claims = await self.claim(free) if ready_at is not None and ready_at <= now() else []
             for claim in claims:
                 lease = Lease(claim.id, claim.token)
@@ -140,6 +163,8 @@ class Worker:
             self._slot_free.set()
             self._slot_free = anyio.Event()
             self.rt.runs.notify(lease.run_id)
+            if claim.workflow in self.rt.workflows.limits():  # a slot of its workflow is free: look again
+                self._wake_all()
 
     async def _crash(self, lease: Lease, exc: Exception) -> None:
         sets = {**RELEASE, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
@@ -183,13 +208,20 @@ class Worker:
                 lease.cancel(reason)
 
     async def _reap_loop(self) -> None:
+        """Take over ended holders' runs and reap, at once on start, then every second or half lease."""
         while True:
+            touched = await self.take_over_ended()
             if await self.rt.runs.store.needs_reaping():
-                touched = await self.rt.runs.store.reap()
-                if touched:
-                    self.rt.runs.notify(*touched)
-                    self.wake()
+                touched += await self.rt.runs.store.reap()
+            if touched:
+                self.rt.runs.notify(*touched)
+                self._wake_all()
             await anyio.sleep(min(1.0, self.lease_s / 2))
+
+    def _wake_all(self) -> None:
+        """Wake every worker of this runtime (a run became claimable, or a concurrency slot freed)."""
+        for worker in self.rt.runs.workers:
+            worker.wake()
 
     async def _release(self, held: list[tuple[str, int]]) -> None:
         """On shutdown, give our leases up so any worker can recover the runs at once."""

@@ -219,10 +219,20 @@ class Workflow:
     state dict, never on ``self``. A step receives a fresh copy of the committed state and
     returns the new state; it may run again (retry, resume, crash), so side effects belong in
     ``ctx.effect``.
+
+    Concurrency: ``concurrency = N`` lets at most N runs of the workflow execute at once across
+    every worker and process of the store; the others stay queued and start first in, first out.
+    ``concurrency_key`` makes the limit per key: the name of an input field (``"user"``: N runs
+    per user at a time), or a method ``concurrency_key(self, input) -> str | None`` that computes
+    it; with a key and no ``concurrency``, the limit is 1 per key. Runs without a key (None) share
+    one group. Only running runs hold a slot: a run waiting on an interrupt (a human may take
+    days) or for a retry's backoff does not, and queues again for a slot when it resumes.
     """
 
     name: str = ""
     input_schema: dict[str, Any] | None = None
+    concurrency: int | None = None
+    concurrency_key: str | Callable[[dict[str, Any]], str | None] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -310,6 +320,10 @@ class StepContext(ABC):
     @abstractmethod
     async def progress(self, message: str) -> None:
         """Record a ``step.progress`` event (shown to watchers)."""
+
+    async def text(self, piece: str) -> None:
+        """Record a piece of a model's text as it is generated (a ``step.text`` event); default: dropped."""
+        return None
 
 
 class SyncStepContext(ABC):

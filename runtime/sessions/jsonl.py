@@ -14,6 +14,7 @@ carry lineage only (no content), so the DAG survives the trip.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,18 +37,24 @@ class Document:
 
 
 def dump(info: SessionInfo, chunks: list[StoredChunk], ancestors: list[tuple[LineageNode, tuple[str, ...]]]) -> str:
-    header = {
-        "type": "session",
-        "format": FORMAT,
-        **info.model_dump(mode="json", exclude={"tenant", "project"}),
-    }
-    lines = [json.dumps(header, ensure_ascii=False, sort_keys=True)]
-    for sc in chunks:
-        lines.append(json.dumps({"type": "chunk", "uid": sc.uid, **sc.chunk.public()}, ensure_ascii=False))
-    for node, parents in ancestors:
-        row = {"type": "ancestor", "parents": list(parents), **node.model_dump(mode="json", exclude={"stub"})}
-        lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True))
-    return "\n".join(lines) + "\n"
+    lines = [header_line(info), *chunk_lines(chunks), *(ancestor_line(node, parents) for node, parents in ancestors)]
+    return "".join(lines)
+
+
+def header_line(info: SessionInfo) -> str:
+    header = {"type": "session", "format": FORMAT, **info.model_dump(mode="json", exclude={"tenant", "project"})}
+    return json.dumps(header, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def chunk_lines(chunks: Iterable[StoredChunk]) -> list[str]:
+    return [
+        json.dumps({"type": "chunk", "uid": sc.uid, **sc.chunk.public()}, ensure_ascii=False) + "\n" for sc in chunks
+    ]
+
+
+def ancestor_line(node: LineageNode, parents: tuple[str, ...]) -> str:
+    row = {"type": "ancestor", "parents": list(parents), **node.model_dump(mode="json", exclude={"stub"})}
+    return json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def _fail(line_no: int, what: str) -> InvalidInputError:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.sessions.lineage import walk
+from runtime.sessions.merge import shared_prefix
 from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
-from runtime.sessions.store import BuildOn, NewSession, StoredChunk, Stub
+from runtime.sessions.store import BranchTails, BuildOn, NewSession, StoredChunk, Stub
 
 
 @dataclass
@@ -127,6 +128,14 @@ class InMemorySessionStore:
 
     async def uids(self, session_id: str) -> list[str]:
         return [sc.uid for sc in self._get(session_id).chunks]
+
+    async def branch_tails(self, session_ids: Sequence[str]) -> BranchTails:
+        """From whole branches (this fake shares tuples, not segments), cut where their uids part."""
+        branches = [[sc.uid for sc in self._get(i).chunks] for i in session_ids]
+        start, reach = shared_prefix(branches), min(len(b) for b in branches[1:])
+        tails = (tuple(branches[0][start:reach]), *(tuple(b[start:]) for b in branches[1:]))
+        later = {uid for tail in tails[1:] for uid in tail}
+        return BranchTails(start, tails, frozenset(later.intersection(branches[0])))
 
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         ids = sorted((i for i, r in self.home.rows.items() if r.stub_op is None and self._mine(i)), reverse=True)

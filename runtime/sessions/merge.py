@@ -20,32 +20,42 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from runtime.sessions.model import Usage
+from runtime.sessions.store import BranchTails
 
 
 def shared_prefix(branches: Sequence[Sequence[str]]) -> int:
     """Length of the longest prefix every branch shares, by chunk identity."""
-    n = min(len(b) for b in branches)
-    for i in range(n):
-        uid = branches[0][i]
-        if any(b[i] != uid for b in branches[1:]):
+    for i, column in enumerate(zip(*branches, strict=False)):
+        if column.count(column[0]) != len(column):
             return i
-    return n
+    return min(len(b) for b in branches)
 
 
 def merged_tail(branches: Sequence[Sequence[str]]) -> tuple[int, list[tuple[int, int]]]:
     """From each branch's chunk uids: the shared prefix length, and ``(branch, position)`` of each
-    chunk to put after the first branch, in order.
+    chunk to put after the first branch, in order (``merged_tail_of`` over whole branches)."""
+    first = set(branches[0])
+    later = {uid for branch in branches[1:] for uid in branch}
+    return merged_tail_of(BranchTails(0, tuple(tuple(b) for b in branches), frozenset(later & first)))
+
+
+def merged_tail_of(view: BranchTails) -> tuple[int, list[tuple[int, int]]]:
+    """The shared prefix length, and ``(branch, position)`` of each chunk to put after the first
+    branch, in order, from what the branches hold past their structurally shared start.
 
     A chunk is skipped when an *earlier* branch already holds it; repeats inside one branch
-    (possible after a ``concat`` merge) are kept, since they are that branch's own content.
+    (possible after a ``concat`` merge) are kept, since they are that branch's own content. Only
+    the later branches' tail uids are ever asked about, so knowing which of them the first branch
+    holds (``view.in_first``) is knowing all of it that matters.
     """
-    prefix = shared_prefix(branches)
-    held = set(branches[0])
+    start, tails = view.start, view.tails
+    prefix = start + shared_prefix(tails)
+    held = set(view.in_first)
     picks: list[tuple[int, int]] = []
-    for k, branch in enumerate(branches[1:], start=1):
-        own = [i for i in range(prefix, len(branch)) if branch[i] not in held]
+    for k, tail in enumerate(tails[1:], start=1):
+        own = [i for i in range(prefix, start + len(tail)) if tail[i - start] not in held]
         picks.extend((k, i) for i in own)
-        held.update(branch[i] for i in own)
+        held.update(tail[i - start] for i in own)
     return prefix, picks
 
 

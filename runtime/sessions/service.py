@@ -5,16 +5,14 @@ Every operation yields new immutable snapshots; nothing is ever modified in plac
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal
 
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.ids import check_id_search
-from runtime.jsonvalue import check_json
 from runtime.sessions import jsonl
-from runtime.sessions.merge import merged_tail, total_usage
+from runtime.sessions.inputs import as_chunks, fresh, json_object, model_of
+from runtime.sessions.merge import merged_tail_of, total_usage
 from runtime.sessions.model import (
     Chunk,
     LineageGraph,
@@ -27,59 +25,10 @@ from runtime.sessions.model import (
 from runtime.sessions.store import NewSession, SessionStore, StoredChunk
 
 MergeStrategy = Literal["append", "concat"]
-M = TypeVar("M", Usage, Placement)
 MAX_FORK_COUNT = 64
-
-
-def _uid() -> str:
-    return os.urandom(8).hex()
-
-
-def _fresh(chunks: Iterable[Chunk]) -> tuple[StoredChunk, ...]:
-    return tuple(StoredChunk(_uid(), c) for c in chunks)
-
-
-def _as_chunks(items: Iterable[Chunk | dict[str, Any]]) -> list[Chunk]:
-    out = []
-    for i, item in enumerate(items):
-        if isinstance(item, Chunk):
-            out.append(item)
-            continue
-        try:
-            out.append(Chunk.model_validate(item))
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"chunk {i} is not valid: {exc}. A chunk is {{kind: system|user|assistant|tool_result, "
-                "content, tool_calls?, tool_call_id?, name?}"
-            ) from None
-    return out
-
-
-def _json_object(value: dict[str, Any] | None) -> dict[str, Any]:
-    """``metadata`` as it will read back: a JSON object (tuples become lists); else a clear error."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InvalidInputError(f"metadata must be a JSON object (a dict), got {type(value).__name__}")
-    check_json(value, "metadata")
-    try:
-        normal: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"metadata must be plain JSON (str, number, bool, null, list, dict; no NaN): {exc}"
-        ) from None
-    return normal
-
-
-def _model(cls: type[M], value: M | dict[str, Any] | None, what: str) -> M | None:
-    """``value`` as a ``cls`` (a dict is validated), or a clear error naming the field."""
-    if value is None or isinstance(value, cls):
-        return value
-    try:
-        return cls.model_validate(value)
-    except ValueError as exc:
-        fields = ", ".join(cls.model_fields)
-        raise InvalidInputError(f"{what} is not valid ({exc}); it is an object with {fields}") from None
+#: Chunks per read when a whole session is streamed (``pages``): a page costs the same wherever it
+#: starts, so a long session streams in time linear in its length and memory of one page.
+STREAM_PAGE = 500
 
 
 class SessionService:
@@ -111,6 +60,18 @@ class SessionService:
         _check_page(offset, limit)
         return [sc.chunk for sc in await self.store.chunks(session_id, offset, limit)]
 
+    async def pages(self, session_id: str, size: int = STREAM_PAGE) -> AsyncIterator[list[Chunk]]:
+        """Every chunk of a session, a page at a time: a full read that never builds the whole session."""
+        async for stored in self._stored_pages(session_id, size):
+            yield [sc.chunk for sc in stored]
+
+    async def _stored_pages(self, session_id: str, size: int) -> AsyncIterator[list[StoredChunk]]:
+        if size < 1:
+            raise InvalidInputError("a page holds at least one chunk")
+        length = (await self.store.info(session_id)).length  # a session never changes: its pages agree
+        for offset in range(0, length, size):
+            yield await self.store.chunks(session_id, offset, size)
+
     async def ids(self, prefix: str = "", limit: int = 100) -> list[str]:
         """Ids of this scope's sessions that start with ``prefix``, newest first (for completion)."""
         check_id_search(prefix, limit)
@@ -135,17 +96,17 @@ class SessionService:
         usage: Usage | dict[str, Any] | None = None,
     ) -> Session:
         """A new root session holding ``chunks``."""
-        items = _as_chunks(chunks)
-        placement, usage = _model(Placement, placement, "placement"), _model(Usage, usage, "usage")
+        items = as_chunks(chunks)
+        placement, usage = model_of(Placement, placement, "placement"), model_of(Usage, usage, "usage")
         (info,) = await self.store.insert(
             [
                 NewSession(
                     op="create",
                     parents=(),
-                    chunks=_fresh(items),
+                    chunks=fresh(items),
                     placement=placement or Placement(),
                     usage=usage or Usage(),
-                    metadata=_json_object(metadata),
+                    metadata=json_object(metadata),
                 )
             ]
         )
@@ -164,16 +125,16 @@ class SessionService:
 
         Costs the new chunks only, whatever the session's length (no read of its history).
         """
-        items = _as_chunks(chunks)
-        usage = _model(Usage, usage, "usage")
-        own, extra, fresh = usage or Usage(), _json_object(metadata), _fresh(items)
+        items = as_chunks(chunks)
+        usage = model_of(Usage, usage, "usage")
+        own, extra, added = usage or Usage(), json_object(metadata), fresh(items)
         (info,) = await self.store.insert_on(
             session_id,
             lambda base: [
                 NewSession(
                     op=op,
                     parents=(session_id,),
-                    chunks=fresh,
+                    chunks=added,
                     placement=base.placement,
                     usage=base.usage + own,
                     metadata={**base.metadata, **extra},
@@ -192,7 +153,7 @@ class SessionService:
             raise InvalidInputError(f"count must be between 1 and {MAX_FORK_COUNT}, got {count}")
         if placements is not None and len(placements) != count:
             raise InvalidInputError("give one placement per fork")
-        places = [_model(Placement, p, "placement") for p in placements] if placements is not None else None
+        places = [model_of(Placement, p, "placement") for p in placements] if placements is not None else None
         return await self.store.insert_on(
             session_id,
             lambda base: [
@@ -243,8 +204,8 @@ class SessionService:
         ``usage`` is the session's whole usage; by default that of the parents' history (each
         ancestor once), so a run or compress result carries what led to it.
         """
-        items = _as_chunks(chunks)
-        placement, usage = _model(Placement, placement, "placement"), _model(Usage, usage, "usage")
+        items = as_chunks(chunks)
+        placement, usage = model_of(Placement, placement, "placement"), model_of(Usage, usage, "usage")
         infos = [await self.store.info(p) for p in parents]
         first = infos[0] if infos else None
         shared = total_usage((await self.store.ancestry(list(parents))).values()) if parents else Usage()
@@ -254,10 +215,10 @@ class SessionService:
                 NewSession(
                     op=op,
                     parents=tuple(parents),
-                    chunks=_fresh(items),
+                    chunks=fresh(items),
                     placement=placement or (first.placement if first else Placement()),
                     usage=total,
-                    metadata=_json_object(metadata) if metadata is not None else dict(first.metadata if first else {}),
+                    metadata=json_object(metadata) if metadata is not None else dict(first.metadata if first else {}),
                     own_usage=total.minus(shared),
                 )
             ]
@@ -290,7 +251,7 @@ class SessionService:
             prefix_len, rest = 0, [sc for i in ids[1:] for sc in await self.store.chunks(i)]
         else:
             usage = shared
-            prefix_len, picks = merged_tail([await self.store.uids(i) for i in ids])
+            prefix_len, picks = merged_tail_of(await self.store.branch_tails(ids))
             rest = await self._picked(ids, picks)
         # The first branch's chunks are shared as they are; the others' new chunks are copied
         # after them, keeping their uid so later merges still recognise them.
@@ -349,12 +310,22 @@ class SessionService:
     # -- JSONL -------------------------------------------------------------------------------
     async def export_jsonl(self, session_id: str) -> str:
         """The session as JSONL: a header line, one line per chunk, then its ancestry (lineage only)."""
-        info, stored = await self.store.snapshot(session_id)
+        return "".join([line async for line in self.export_lines(session_id)])
+
+    async def export_lines(self, session_id: str) -> AsyncIterator[str]:
+        """``export_jsonl`` a line at a time (each ends in a newline), the chunks read a page at a time."""
+        info = await self.store.info(session_id)
         graph = await self.lineage(session_id, 1000, down=False, max_nodes=100_000)
+        yield jsonl.header_line(info)
+        async for stored in self._stored_pages(session_id, STREAM_PAGE):
+            for line in jsonl.chunk_lines(stored):
+                yield line
         parents: dict[str, list[str]] = {}
         for edge in graph.edges:
             parents.setdefault(edge.child, []).append(edge.parent)
-        return jsonl.dump(info, stored, [(n, tuple(parents.get(n.id, []))) for n in graph.nodes if n.id != session_id])
+        for node in graph.nodes:
+            if node.id != session_id:
+                yield jsonl.ancestor_line(node, tuple(parents.get(node.id, [])))
 
     async def import_jsonl(
         self, text: str, check_placement: Callable[[Placement], object] | None = None

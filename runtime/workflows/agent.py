@@ -140,6 +140,7 @@ class AgentWorkflow(Workflow):
                 else False,
                 max_rounds=int(inp.get("max_rounds", 8)),
                 token_budget=inp.get("token_budget"),
+                on_delta=ctx.text,
             )
             result = await agent.run(ctx.runtime, session.id, progress=ctx.progress, journal=ctx.effect)
         return result_state(result)

@@ -119,6 +119,7 @@ class Team(Workflow):
                 max_rounds=int(inp.get("max_rounds", 6)),
                 token_budget=inp.get("token_budget"),
                 name=member,
+                on_delta=ctx.text,
             )
             result = await agent.run(rt, session.id, progress=ctx.progress, journal=ctx.effect)
         outcome = result_state(result)

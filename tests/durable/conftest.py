@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -13,6 +14,10 @@ import anyio
 import pytest
 
 from runtime import Runtime
+from runtime.store import parse_store_url
+from runtime.store.postgres import backend as postgres
+from tests import pg
+from tests.store.contracts.conftest import pg_database  # noqa: F401 - the session's PostgreSQL database fixture
 
 T = TypeVar("T")
 FLOWS = "tests.durable.flows"
@@ -26,6 +31,18 @@ async def drt(home: Path) -> AsyncIterator[Runtime]:
     async with Runtime.open(home, lease_s=LEASE_S) as runtime:
         runtime.workflows.load(FLOWS)
         yield runtime
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest) -> str | None:
+    """The store a test's runtimes and processes share: the home's SQLite file (None), or a fresh,
+    migrated PostgreSQL schema (its URL)."""
+    if request.param == "sqlite":
+        return None
+    database = request.getfixturevalue("pg_database")
+    url = pg.url(database, search_path=asyncio.run(pg.create_schema(database)))
+    asyncio.run(postgres.migrate(parse_store_url(url)))
+    return url
 
 
 @pytest.fixture

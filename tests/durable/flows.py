@@ -35,6 +35,51 @@ async def gate(path: str | None) -> None:
         await anyio.sleep(0.02)
 
 
+async def released(path: Path) -> None:
+    """Wait until the release file exists (the test, maybe in another process, makes it)."""
+    while not path.exists():  # noqa: ASYNC110, ASYNC240 - a file another process makes
+        await anyio.sleep(0.02)
+
+
+async def hold(state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+    """Log entering, wait for this run's release file, log leaving: the test sees who runs at once."""
+    record(state["log"], f"enter {ctx.run_id}")
+    await released(Path(state["release"]) / ctx.run_id)
+    record(state["log"], f"exit {ctx.run_id}")
+    return state
+
+
+class Limited(Workflow):
+    """At most two runs at once, each held until the test releases it."""
+
+    concurrency = 2
+
+    @step(entry=True, effects=EffectClass.NONE)
+    async def work(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return await hold(state, ctx)
+
+
+class PerUser(Workflow):
+    """One run per user at a time (the input's ``user``), each held until the test releases it."""
+
+    concurrency_key = "user"
+
+    @step(entry=True, effects=EffectClass.NONE)
+    async def work(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return await hold(state, ctx)
+
+
+class OneAsking(Workflow):
+    """One run at a time, and each asks a human: a waiting run must not keep the next from running."""
+
+    concurrency = 1
+
+    @step(entry=True, effects=EffectClass.NONE)
+    async def ask(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        decision = await ctx.interrupt("approval", prompt="go on?")
+        return {**state, "decided": decision.action}
+
+
 class Ledger(Workflow):
     """Two effects, an optional hold, then a final effect in a second step."""
 

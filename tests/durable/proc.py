@@ -1,7 +1,7 @@
 """A durable-runtime process for the multi-process tests: ``python -m tests.durable.proc MODE HOME ...``.
 
 Modes:
-  worker HOME LEASE_S          serve runs (4 workers) until killed; prints "ready" once serving
+  worker HOME LEASE_S [STORE [SLOTS]]  serve runs (4 slots; STORE "-": the home's) until killed; prints "ready"
   claim HOME DIR ROUNDS        for each round k: wait for DIR/go{k}, try to claim one run, print the claim as JSON
   start-approval HOME          start an approval run on a new session, wait until it parks, print it as JSON
 """
@@ -20,8 +20,8 @@ from runtime.durable import Worker
 FLOWS = "tests.durable.flows"
 
 
-async def worker(home: str, lease_s: float) -> None:
-    async with Runtime.open(home, lease_s=lease_s, workers=4) as rt:
+async def worker(home: str, lease_s: float, store: str | None = None, slots: int = 4) -> None:
+    async with Runtime.open(home, store=store, lease_s=lease_s, workers=slots) as rt:
         rt.workflows.load(FLOWS)
         print("ready", flush=True)
         await anyio.sleep_forever()
@@ -51,7 +51,8 @@ async def start_approval(home: str) -> None:
 def main() -> None:
     mode, home, *rest = sys.argv[1:]
     if mode == "worker":
-        anyio.run(worker, home, float(rest[0]))
+        store = rest[1] if len(rest) > 1 and rest[1] != "-" else None
+        anyio.run(worker, home, float(rest[0]), store, int(rest[2]) if len(rest) > 2 else 4)
     elif mode == "claim":
         anyio.run(claim, home, rest[0], int(rest[1]))
     elif mode == "start-approval":

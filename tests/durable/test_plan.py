@@ -159,7 +159,7 @@ def test_names_default_to_snake_case_and_docstrings_describe() -> None:
 def test_the_registry_describes_loads_and_lists_known_names(tmp_path: Path) -> None:
     registry = WorkflowRegistry()
     names = "ledger questions loop flaky slow_flaky sync_charge sleepy sleepy_with_timeout async_sleepy shout ten_steps"
-    names += " sync_asks timed_effect"
+    names += " sync_asks timed_effect limited per_user one_asking"
     assert registry.load("tests.durable.flows") == sorted(names.split())
     with pytest.raises(NotFoundError, match=r"no workflow named 'nope'; known workflows: \['async_sleepy'"):
         registry.get("nope")

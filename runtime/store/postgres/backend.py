@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.store.postgres import migrations
+from runtime.store.postgres.access import PostgresAuditStore, PostgresOpsStore, PostgresTokenStore
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.memory import PostgresMemoryStore
 from runtime.store.postgres.runs import PostgresRunStore
@@ -37,6 +38,15 @@ class PostgresBackend:
 
     def memory(self, tenant: str, project: str) -> PostgresMemoryStore:
         return PostgresMemoryStore(self.db, tenant, project)
+
+    def tokens(self) -> PostgresTokenStore:
+        return PostgresTokenStore(self.db)
+
+    def audit(self) -> PostgresAuditStore:
+        return PostgresAuditStore(self.db)
+
+    def ops(self) -> PostgresOpsStore:
+        return PostgresOpsStore(self.db)
 
     async def close(self) -> None:
         await self.db.close()

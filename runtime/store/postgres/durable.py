@@ -175,32 +175,6 @@ async def insert_run(
     return run_id
 
 
-async def claim(
-    conn: asyncpg.Connection, scope: Scope, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
-) -> list[asyncpg.Record]:
-    """Take up to ``limit`` ready runs (skipping any another claimer has locked): each gets a new, higher
-    fencing token and a lease. Earliest ``next_at`` first."""
-    if limit <= 0 or not workflows:
-        return []
-    at = now()
-    rows = await conn.fetch(
-        "UPDATE runs SET status = 'running', lease_owner = $1, lease_token = lease_token + 1, lease_expires = $2, "
-        "updated_at = $3, last_seq = last_seq + 2 WHERE id IN (SELECT id FROM runs WHERE status = 'queued' "
-        "AND next_at <= $3 AND tenant = $4 AND project = $5 AND workflow = ANY($6::text[]) ORDER BY next_at "
-        "LIMIT $7 FOR UPDATE SKIP LOCKED) RETURNING *",
-        owner, at + lease_s, at, scope.tenant, scope.project, list(workflows), limit,
-    )  # fmt: skip
-    rows.sort(key=lambda r: r["next_at"])  # RETURNING keeps no order
-    for row in rows:
-        events: list[EventSpec] = [
-            ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),
-            ("step.started", {"step": row["step"], "visit": row["visit"], "attempt": row["attempt"]}),
-        ]
-        await append_events(conn, row["id"], row["last_seq"], events, at)
-    await changed(conn, *(r["id"] for r in rows))
-    return list(rows)
-
-
 async def renew(conn: asyncpg.Connection, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
     """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
     if not leases:
@@ -236,18 +210,6 @@ async def has_reapable(conn: asyncpg.Connection, scope: Scope) -> bool:
         now(), scope.tenant, scope.project,
     )  # fmt: skip
     return bool(found)
-
-
-async def has_ready(conn: asyncpg.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
-    """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
-    if not workflows:
-        return None
-    value = await conn.fetchval(
-        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = $1 AND project = $2 "
-        "AND workflow = ANY($3::text[])",
-        scope.tenant, scope.project, list(workflows),
-    )  # fmt: skip
-    return None if value is None else float(value)
 
 
 async def end_unheld(

@@ -5,14 +5,15 @@ The rules are the SQLite backend's (``runtime/store/sqlite/reap.py``): only runs
 effect becomes ambiguous and its run ``needs_review``; a step losing its worker ``MAX_LOST_LEASES``
 times fails its run. Here several processes reap at once, so every candidate row is taken with
 ``FOR UPDATE SKIP LOCKED`` and its condition re-checked under the lock: a run is reaped once, and a
-run someone else is changing right now is left for the next round.
+run someone else is changing right now is left for the next round. ``take_over`` applies the same
+rules at once to the runs of a holder process known to have ended (``runtime.durable.owner``).
 """
 
 from __future__ import annotations
 
 import asyncpg
 
-from runtime.durable.store import MAX_LOST_LEASES, EventSpec
+from runtime.durable.store import EventSpec, lost_worker_change
 from runtime.ids import now
 from runtime.store.postgres.durable import RELEASED, Scope, end_unheld, plain_update
 
@@ -25,39 +26,39 @@ async def reap(conn: asyncpg.Connection, scope: Scope) -> list[str]:
     return touched
 
 
+LOST_COLUMNS = "id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases"
+
+
 async def _expired_leases(conn: asyncpg.Connection, scope: Scope) -> list[str]:
-    at = now()
     rows = await conn.fetch(
-        "SELECT id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases "
-        "FROM runs WHERE status = 'running' AND lease_expires < $1 AND tenant = $2 AND project = $3 "
-        "ORDER BY id FOR UPDATE SKIP LOCKED",
-        at, scope.tenant, scope.project,
+        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_expires < $1 AND tenant = $2 "
+        "AND project = $3 ORDER BY id FOR UPDATE SKIP LOCKED",
+        now(), scope.tenant, scope.project,
     )  # fmt: skip
-    for row in rows:
-        run_id = row["id"]
-        events: list[EventSpec] = [("lease.expired", {"worker": row["lease_owner"], "token": row["lease_token"]})]
-        ambiguous = await settle_in_flight(conn, run_id, events)
-        lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
-        sets: dict[str, object] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
-        if row["cancel_requested"]:
-            sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
-        elif ambiguous:
-            sets.update(
-                status="needs_review",
-                error=f"effect(s) {ambiguous} were in flight when worker {row['lease_owner']} lost its lease; "
-                "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
-            )
-        elif lost >= MAX_LOST_LEASES:
-            sets.update(
-                status="failed",
-                error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
-                "fix the step and start a new run",
-            )
-        else:
-            sets.update(status="queued", next_at=at)
-        events.append(("run.state.changed", {"status": sets["status"], "reason": "lease expired"}))
-        await plain_update(conn, run_id, sets, events)
-    return [r["id"] for r in rows]
+    return [await _requeue_lost(conn, row, "lease.expired", "lease expired") for row in rows]
+
+
+async def take_over(conn: asyncpg.Connection, scope: Scope, host: str, pid: int, started: int) -> list[str]:
+    """Requeue the running runs the ended process (``host``, ``pid``, ``started``) held, as for an expired lease
+    (each row locked, skipping any another taker or reaper holds right now)."""
+    rows = await conn.fetch(
+        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_host = $1 AND lease_pid = $2 "
+        "AND lease_started = $3 AND tenant = $4 AND project = $5 ORDER BY id FOR UPDATE SKIP LOCKED",
+        host, pid, started, scope.tenant, scope.project,
+    )  # fmt: skip
+    return [await _requeue_lost(conn, row, "lease.taken_over", "its worker's process ended") for row in rows]
+
+
+async def _requeue_lost(conn: asyncpg.Connection, row: asyncpg.Record, event: str, reason: str) -> str:
+    """The run of a worker that is gone leaves ``running``: queued again, or cancelled, needing review, failed."""
+    run_id, at = row["id"], now()
+    events: list[EventSpec] = [(event, {"worker": row["lease_owner"], "token": row["lease_token"]})]
+    ambiguous = await settle_in_flight(conn, run_id, events)
+    lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
+    sets = lost_worker_change(row, ambiguous, lost, at)
+    events.append(("run.state.changed", {"status": sets["status"], "reason": reason}))
+    await plain_update(conn, run_id, sets, events)
+    return str(run_id)
 
 
 async def settle_in_flight(conn: asyncpg.Connection, run_id: str, events: list[EventSpec]) -> list[str]:

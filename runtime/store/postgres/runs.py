@@ -2,7 +2,7 @@
 
 Each method is one ``db.write`` (a whole transaction, group committed with others under load) or
 one ``db.read`` (a read-only snapshot); the SQL itself is in ``durable.py``, ``reap.py`` and
-``decisions.py`` beside this module. Several processes (servers, workers) share the database:
+``decisions.py`` and ``claims.py`` beside this module. Several processes (servers, workers) share the database:
 claims skip rows another claimer holds, fencing tokens reject a stale worker's writes, and every
 change to a run is announced on ``durable.CHANNEL``, which ``watch`` hears from any process.
 """
@@ -23,6 +23,8 @@ from runtime.durable.store import (
     Claim,
     EffectRecord,
     EventSpec,
+    Holder,
+    Limits,
     NewInterrupt,
     NewRun,
     RunChange,
@@ -32,7 +34,7 @@ from runtime.durable.store import (
 )
 from runtime.flow.workflow import Decision
 from runtime.ids import now
-from runtime.store.postgres import decisions, durable, reap
+from runtime.store.postgres import claims, decisions, durable, reap
 from runtime.store.postgres.database import PostgresDatabase, search_ids
 from runtime.store.postgres.durable import CHANNEL, Scope
 from runtime.store.postgres.notify import Notifier
@@ -189,6 +191,13 @@ class PostgresRunStore:
 
         await self.db.write(write)
 
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        async def write(conn: asyncpg.Connection) -> None:
+            await durable.run_row(conn, self.scope, run_id)  # another scope's run is not found
+            await durable.plain_update(conn, run_id, {}, events)
+
+        await self.db.write(write)
+
     async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
         return await self.db.write(lambda c: decisions.decide(c, self.scope, interrupt_id, decision, check))
 
@@ -217,12 +226,29 @@ class PostgresRunStore:
                 notifier.close()
 
     # -- workers ----------------------------------------------------------------------------
-    async def next_ready(self, workflows: Sequence[str]) -> float | None:
-        return await self.db.read(lambda c: durable.has_ready(c, self.scope, workflows))
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
 
-    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
-        rows = await self.db.write(lambda c: durable.claim(c, self.scope, owner, lease_s, limit, workflows))
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        rows = await self.db.write(
+            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
+        )
         return [_claim(row) for row in rows]
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
 
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         return await self.db.write(lambda c: durable.renew(c, leases, lease_s))

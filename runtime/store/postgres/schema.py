@@ -71,6 +71,8 @@ SESSIONS = [
         CREATE INDEX session_parents_parent ON session_parents (parent_id);
         """,
     ),
+    # A merge asks whether its first branch holds a chunk by identity, without reading that branch.
+    Migration("0002_chunk_uids", "CREATE INDEX chunks_uid ON chunks (uid);"),
 ]
 
 DURABLE = [
@@ -166,7 +168,16 @@ DURABLE = [
         """,
     ),
     Migration(
-        "0101_durable_results_and_forks",
+        "0110_durable_claims",
+        """
+        ALTER TABLE runs ADD COLUMN lease_host TEXT;
+        ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN lease_started BIGINT;
+        ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+        """,
+    ),
+    Migration(
+        "0111_durable_results_and_forks",
         """
         ALTER TABLE runs ADD COLUMN result TEXT;
         ALTER TABLE runs ADD COLUMN forked_from TEXT COLLATE "C";
@@ -210,5 +221,39 @@ MEMORY = [
     ),
 ]
 
-ALL = [*SESSIONS, *DURABLE, *MEMORY]
+ACCESS = [
+    Migration(
+        "0300_access_tokens_audit",
+        """
+        CREATE TABLE access_tokens (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            name TEXT,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            grants TEXT NOT NULL,
+            salt BYTEA NOT NULL,
+            digest BYTEA NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION,
+            revoked_at DOUBLE PRECISION
+        );
+        CREATE TABLE audit_log (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL,
+            actor TEXT NOT NULL,
+            method TEXT,
+            tenant TEXT,
+            project TEXT,
+            action TEXT NOT NULL,
+            targets TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT
+        );
+        CREATE INDEX step_completions ON run_events (created_at) WHERE type = 'step.completed';
+        """,
+    ),
+]
+"""Tokens (hashes only), the audit trail, and a partial index for the metrics' step durations."""
+
+ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS]
 """Every PostgreSQL migration, in the order they apply (names are never reused or reordered)."""

@@ -19,98 +19,29 @@ import json
 from collections.abc import Sequence
 
 import asyncpg
-from pydantic import TypeAdapter
 
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
-from runtime.sessions.lineage import walk
-from runtime.sessions.model import Chunk, LineageEdge, LineageNode, Placement, SessionInfo, Usage
-from runtime.sessions.store import BuildOn, NewSession, StoredChunk, Stub
+from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
+from runtime.sessions.store import BranchTails, BuildOn, NewSession, Range, StoredChunk, Stub, clip, holds, shared_start
 from runtime.store.postgres.database import PostgresDatabase, search_ids
-
-
-def _chars(chunk: Chunk) -> int:
-    calls = chunk.tool_calls or ()
-    return len(chunk.content) + sum(len(c.function.name) + len(c.function.arguments) for c in calls)
-
-
-_INFO_COLUMNS = (
-    "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
-    " ARRAY(SELECT p.parent_id FROM session_parents p WHERE p.child_id = s.id ORDER BY p.ord) AS parents"
+from runtime.store.postgres.session_lineage import lineage_walk
+from runtime.store.postgres.session_sql import (
+    CHAINS,
+    CHUNKS,
+    INFO_COLUMNS,
+    INSERT_CHUNKS,
+    INSERT_PARENTS,
+    INSERT_SESSION,
+    LENGTHS,
+    RANGE_UIDS,
+    SCOPED,
+    UIDS,
+    WHERE_UIDS,
+    chars_of,
+    info_of,
+    stored_chunks,
 )
-_SCOPED = "s.tenant = $2 AND s.project = $3 AND s.stub = 0"
-
-# The index ranges ``[lo, hi)`` of each segment of a session's chain, newest segment first: a segment
-# holds its chunks from ``parent_length`` (0 for a root segment) up to where its child continues.
-_CHAIN = f"""
-WITH RECURSIVE chain(id, parent_id, lo, hi) AS (
-    SELECT g.id, g.parent_id, CASE WHEN g.parent_id IS NULL THEN 0 ELSE g.parent_length END, s.length
-    FROM sessions s JOIN segments g ON g.id = s.segment_id
-    WHERE s.id = $1 AND {_SCOPED}
-    UNION ALL
-    SELECT g.id, g.parent_id, CASE WHEN g.parent_id IS NULL THEN 0 ELSE g.parent_length END, c.lo
-    FROM chain c JOIN segments g ON g.id = c.parent_id
-)
-"""
-_CHUNKS = (
-    _CHAIN + "SELECT k.uid, k.kind, k.content, k.tool_calls, k.tool_call_id, k.name FROM chain c"
-    " JOIN chunks k ON k.segment_id = c.id AND k.idx >= greatest(c.lo, $4) AND k.idx < least(c.hi, $5)"
-    " ORDER BY k.idx"
-)
-_UIDS = (
-    _CHAIN + "SELECT k.uid FROM chain c"
-    " JOIN chunks k ON k.segment_id = c.id AND k.idx >= c.lo AND k.idx < c.hi ORDER BY k.idx"
-)
-_INSERT_CHUNKS = """
-INSERT INTO chunks (segment_id, idx, tenant, project, uid, kind, content, tool_calls, tool_call_id, name)
-SELECT $1, $2 + u.ord - 1, $3, $4, u.uid, u.kind, u.content, u.tool_calls, u.tool_call_id, u.name
-FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-    WITH ORDINALITY AS u(uid, kind, content, tool_calls, tool_call_id, name, ord)
-"""
-_INSERT_PARENTS = (
-    "INSERT INTO session_parents (child_id, ord, parent_id)"
-    " SELECT $1, u.ord - 1, u.parent FROM unnest($2::text[]) WITH ORDINALITY AS u(parent, ord)"
-)
-# A session and its parent edges in one statement (one round trip); the edges' foreign key is checked
-# at the statement's end, when the session row is there.
-_INSERT_SESSION = (
-    "WITH s AS (INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
-    " created_at, own_usage, chars) VALUES ($1,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING id) "
-    + _INSERT_PARENTS.replace("$1", "(SELECT id FROM s)")
-)
-
-
-def _info(row: asyncpg.Record) -> SessionInfo:
-    return SessionInfo(
-        id=row["id"],
-        parents=tuple(row["parents"]),
-        op=row["op"],
-        length=row["length"],
-        placement=Placement.model_validate_json(row["placement"]),
-        usage=Usage.model_validate_json(row["usage"]),
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
-#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
-_CHUNK_LIST = TypeAdapter(list[Chunk])
-
-
-def _stored_chunks(rows: list[asyncpg.Record]) -> list[StoredChunk]:
-    fields = [
-        {
-            "kind": kind,
-            "content": content,
-            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
-            "tool_call_id": tool_call_id,
-            "name": name,
-        }
-        for _, kind, content, tool_calls, tool_call_id, name in rows
-    ]
-    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
 
 
 class PostgresSessionStore:
@@ -145,9 +76,9 @@ class PostgresSessionStore:
         """
 
         async def write(conn: asyncpg.Connection) -> list[SessionInfo]:
-            row = await self._row(conn, base_id, _INFO_COLUMNS + ", s.segment_id, s.chars")
+            row = await self._row(conn, base_id, INFO_COLUMNS + ", s.segment_id, s.chars")
             known = {base_id: row}  # what a session built on the base needs of it: read once
-            return [await self._insert_one(conn, s, known) for s in build(_info(row))]
+            return [await self._insert_one(conn, s, known) for s in build(info_of(row))]
 
         return await self.db.write(write)
 
@@ -161,7 +92,7 @@ class PostgresSessionStore:
             )
             segment_id, length, chars = row["segment_id"], row["length"], row["chars"]
         if chars is not None:
-            chars += sum(_chars(sc.chunk) for sc in new.chunks)
+            chars += sum(chars_of(sc.chunk) for sc in new.chunks)
         if new.chunks:
             segment_id, length = await self._extend(conn, segment_id, length, new.chunks)
         session_id = new.id or new_id("ses")
@@ -169,7 +100,7 @@ class PostgresSessionStore:
             await self._claim_id(conn, new.id)
         created_at = new.created_at if new.created_at is not None else now()
         await conn.execute(
-            _INSERT_SESSION,
+            INSERT_SESSION,
             session_id,
             list(new.parents),
             self.tenant,
@@ -222,7 +153,7 @@ class PostgresSessionStore:
                 end,
             )
         await conn.execute(
-            _INSERT_CHUNKS,
+            INSERT_CHUNKS,
             target,
             length,
             self.tenant,
@@ -274,19 +205,19 @@ class PostgresSessionStore:
                 node.created_at,
             )
             if made is not None and parents:  # known already (as a session or a stub): keep what is there
-                await conn.execute(_INSERT_PARENTS, node.id, list(parents))
+                await conn.execute(INSERT_PARENTS, node.id, list(parents))
 
     # -- reads ----------------------------------------------------------------------------
     async def _row(self, conn: asyncpg.Connection, session_id: str, columns: str) -> asyncpg.Record:
         row: asyncpg.Record | None = await conn.fetchrow(
-            f"SELECT {columns} FROM sessions s WHERE s.id = $1 AND {_SCOPED}", session_id, self.tenant, self.project
+            f"SELECT {columns} FROM sessions s WHERE s.id = $1 AND {SCOPED}", session_id, self.tenant, self.project
         )
         if row is None:
             raise self._missing(session_id)
         return row
 
     async def _info_in(self, conn: asyncpg.Connection, session_id: str) -> SessionInfo:
-        return _info(await self._row(conn, session_id, _INFO_COLUMNS))
+        return info_of(await self._row(conn, session_id, INFO_COLUMNS))
 
     async def info(self, session_id: str) -> SessionInfo:
         return await self.db.read(lambda conn: self._info_in(conn, session_id))
@@ -315,29 +246,56 @@ class PostgresSessionStore:
         stop = length if limit is None else min(length, offset + limit)
         if offset >= stop:
             return []
-        rows = await conn.fetch(_CHUNKS, session_id, self.tenant, self.project, offset, stop)
-        return _stored_chunks(rows)
+        rows = await conn.fetch(CHUNKS, session_id, self.tenant, self.project, offset, stop)
+        return stored_chunks(rows)
 
     async def uids(self, session_id: str) -> list[str]:
         """The identities of a session's chunks, in order (what merge compares; no content read)."""
 
         async def read(conn: asyncpg.Connection) -> list[str]:
             await self._row(conn, session_id, "s.id")
-            return [r[0] for r in await conn.fetch(_UIDS, session_id, self.tenant, self.project)]
+            return [r[0] for r in await conn.fetch(UIDS, session_id, self.tenant, self.project)]
+
+        return await self.db.read(read)
+
+    async def branch_tails(self, session_ids: Sequence[str]) -> BranchTails:
+        """What a merge compares, from the branches' segment chains (see ``BranchTails``): three
+        queries, costing the chunks past the segments all branches share and an index probe each."""
+
+        async def read(conn: asyncpg.Connection) -> BranchTails:
+            ids = list(session_ids)
+            lengths = {r["id"]: r["length"] for r in await conn.fetch(LENGTHS, ids, self.tenant, self.project)}
+            for sid in ids:
+                if sid not in lengths:
+                    raise self._missing(sid)
+            ranges: dict[str, list[Range]] = {sid: [] for sid in ids}
+            for r in await conn.fetch(CHAINS, ids, self.tenant, self.project):
+                ranges[r["sid"]].append((r["id"], r["lo"], r["hi"]))
+            chains = [ranges[sid] for sid in ids]
+            start = shared_start(chains)
+            reach = min(lengths[sid] for sid in ids[1:])
+            wanted = [clip(chains[0], start, reach)] + [
+                clip(c, start, lengths[sid]) for c, sid in zip(chains[1:], ids[1:], strict=True)
+            ]
+            tails = await _uids_in(conn, wanted)
+            later = sorted({uid for tail in tails[1:] for uid in tail})
+            rows = await conn.fetch(WHERE_UIDS, later) if later else []
+            held = {r["uid"] for r in rows if holds(chains[0], r["segment_id"], r["idx"])}
+            return BranchTails(start, tuple(tuple(t) for t in tails), frozenset(held))
 
         return await self.db.read(read)
 
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         async def read(conn: asyncpg.Connection) -> list[SessionInfo]:
             rows = await conn.fetch(
-                f"SELECT {_INFO_COLUMNS} FROM sessions s WHERE s.tenant = $1 AND s.project = $2 AND s.stub = 0"
+                f"SELECT {INFO_COLUMNS} FROM sessions s WHERE s.tenant = $1 AND s.project = $2 AND s.stub = 0"
                 " AND s.id < $3 ORDER BY s.id DESC LIMIT $4",
                 self.tenant,
                 self.project,
                 after or "~",
                 limit,
             )
-            return [_info(r) for r in rows]
+            return [info_of(r) for r in rows]
 
         return await self.db.read(read)
 
@@ -353,7 +311,7 @@ class PostgresSessionStore:
 
         async def read(conn: asyncpg.Connection) -> tuple[list[LineageNode], list[LineageEdge], bool]:
             await self._row(conn, session_id, "s.id")
-            return await _walk(conn, (self.tenant, self.project), session_id, depth, up, down, max_nodes)
+            return await lineage_walk(conn, (self.tenant, self.project), session_id, depth, up, down, max_nodes)
 
         return await self.db.read(read)
 
@@ -380,66 +338,12 @@ class PostgresSessionStore:
         return await self.db.read(read)
 
 
-_EDGES = """
-SELECT p.child_id, p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id
-WHERE s.tenant = $2 AND s.project = $3
-  AND ((p.child_id = ANY($1::text[]) AND $4) OR (p.parent_id = ANY($1::text[]) AND $5))
-ORDER BY p.child_id, p.ord
-"""
-
-
-async def _walk(
-    conn: asyncpg.Connection,
-    scope: tuple[str, str],
-    session_id: str,
-    depth: int,
-    up: bool,
-    down: bool,
-    max_nodes: int,
-) -> tuple[list[LineageNode], list[LineageEdge], bool]:
-    """``walk`` over this scope's ``session_parents`` and ``sessions``: one query per level fetches
-    the edges of the whole frontier, mirroring ``walk``'s own bounds (so it asks no more than it reads),
-    then ``walk`` runs over what was fetched, giving exactly the SQLite store's graph."""
-    parents: dict[str, list[str]] = {}
-    children: dict[str, list[str]] = {}
-    seen, frontier = {session_id}, [session_id]
-    for _ in range(depth):
-        for sid in frontier:
-            parents.setdefault(sid, [])
-            children.setdefault(sid, [])
-        for child, parent in await conn.fetch(_EDGES, frontier, *scope, up, down):
-            if child in parents and up:
-                parents[child].append(parent)
-            if parent in children and down:
-                children[parent].append(child)
-        nxt: list[str] = []
-        for sid in frontier:
-            near = (parents[sid] if up else []) + (sorted(children[sid]) if down else [])
-            for other in near:
-                if other not in seen and len(seen) < max_nodes:
-                    seen.add(other)
-                    nxt.append(other)
-        frontier = nxt
-        if not frontier:
-            break
-    nodes = {
-        r["id"]: LineageNode(
-            id=r["id"], op=r["op"], length=r["length"], created_at=r["created_at"], stub=bool(r["stub"])
-        )
-        for r in await conn.fetch(
-            "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ANY($1::text[])"
-            " AND tenant = $2 AND project = $3",
-            list(seen),
-            *scope,
-        )
-    }
-    return walk(
-        session_id,
-        depth,
-        up=up,
-        down=down,
-        max_nodes=max_nodes,
-        parents=lambda sid: parents.get(sid, []),
-        children=lambda sid: sorted(children.get(sid, [])),
-        node=nodes.get,
-    )
+async def _uids_in(conn: asyncpg.Connection, ranges: list[list[Range]]) -> list[list[str]]:
+    """The uids each branch's ranges cover, in order, in one query."""
+    flat = [(b, *r) for b, branch in enumerate(ranges) for r in branch]
+    out: list[list[str]] = [[] for _ in ranges]
+    if flat:
+        rows = await conn.fetch(RANGE_UIDS, *(list(column) for column in zip(*flat, strict=True)))
+        for b, uid in rows:
+            out[b].append(uid)
+    return out

@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.store.sqlite import health
+from runtime.store.sqlite.access import SQLiteAuditStore, SQLiteOpsStore, SQLiteTokenStore
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
@@ -38,6 +39,15 @@ class SQLiteBackend:
 
     def memory(self, tenant: str, project: str) -> SQLiteMemoryStore:
         return SQLiteMemoryStore(self.db, tenant, project)
+
+    def tokens(self) -> SQLiteTokenStore:
+        return SQLiteTokenStore(self.db)
+
+    def audit(self) -> SQLiteAuditStore:
+        return SQLiteAuditStore(self.db)
+
+    def ops(self) -> SQLiteOpsStore:
+        return SQLiteOpsStore(self.db)
 
     async def close(self) -> None:
         await self.db.close()

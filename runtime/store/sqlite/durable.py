@@ -117,30 +117,6 @@ def insert_run(conn: sqlite3.Connection, scope: Scope, fields: dict[str, Any], e
     return run_id
 
 
-def claim(
-    conn: sqlite3.Connection, scope: Scope, owner: str, lease_s: float, limit: int, workflows: Sequence[str]
-) -> list[sqlite3.Row]:
-    """Take up to ``limit`` ready runs: each gets a new, higher fencing token and a lease."""
-    if limit <= 0 or not workflows:
-        return []
-    at = now()
-    marks = ", ".join("?" for _ in workflows)
-    rows = conn.execute(
-        "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
-        "updated_at = ?, last_seq = last_seq + 2 WHERE id IN (SELECT id FROM runs WHERE status = 'queued' "
-        f"AND next_at <= ? AND tenant = ? AND project = ? AND workflow IN ({marks}) ORDER BY next_at LIMIT ?) "
-        "RETURNING *",
-        (owner, at + lease_s, at, at, scope.tenant, scope.project, *workflows, limit),
-    ).fetchall()
-    for row in rows:
-        events: list[EventSpec] = [
-            ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),
-            ("step.started", {"step": row["step"], "visit": row["visit"], "attempt": row["attempt"]}),
-        ]
-        append_events(conn, row["id"], row["last_seq"], events, at)
-    return rows
-
-
 def renew(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
     """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
     expires = now() + lease_s
@@ -180,19 +156,6 @@ def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
         (at, scope.tenant, scope.project) * 3,
     ).fetchone()
     return bool(row[0])
-
-
-def has_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str]) -> float | None:
-    """The earliest ``next_at`` of a queued run of these workflows (None when there is none)."""
-    if not workflows:
-        return None
-    marks = ", ".join("?" for _ in workflows)
-    row = conn.execute(
-        "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = ? AND project = ? "
-        f"AND workflow IN ({marks})",
-        (scope.tenant, scope.project, *workflows),
-    ).fetchone()
-    return None if row[0] is None else float(row[0])
 
 
 def end_unheld(conn: sqlite3.Connection, run_id: str, status: str, reason: str | None, sets: dict[str, Any]) -> None:

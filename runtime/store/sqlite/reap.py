@@ -8,13 +8,16 @@ non-idempotent one becomes ``ambiguous`` and its run ``needs_review`` until a hu
 it was applied (``RunService.resolve_effect``). A step whose worker vanishes ``MAX_LOST_LEASES``
 times in a row fails its run, so a step that kills its process cannot take down worker after worker
 (a lease its worker gave up on shutdown, ``durable.RELEASED``, is handed on without counting).
+
+``take_over`` applies the same rules at once to the runs of a holder process known to have ended
+(prompt takeover, ``runtime.durable.owner``): its lease has not run out, but nobody will renew it.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import MAX_LOST_LEASES, EventSpec
+from runtime.durable.store import EventSpec, lost_worker_change
 from runtime.ids import now
 from runtime.store.sqlite.durable import RELEASED, Scope, end_unheld, plain_update
 
@@ -27,38 +30,38 @@ def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
     return touched
 
 
+LOST_COLUMNS = "id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases"
+
+
 def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
-    at = now()
     rows = conn.execute(
-        "SELECT id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases "
-        "FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? AND project = ?",
-        (at, scope.tenant, scope.project),
+        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? "
+        "AND project = ?",
+        (now(), scope.tenant, scope.project),
     ).fetchall()
-    for row in rows:
-        run_id = row["id"]
-        events: list[EventSpec] = [("lease.expired", {"worker": row["lease_owner"], "token": row["lease_token"]})]
-        ambiguous = settle_in_flight(conn, run_id, events)
-        lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
-        sets: dict[str, object] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
-        if row["cancel_requested"]:
-            sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
-        elif ambiguous:
-            sets.update(
-                status="needs_review",
-                error=f"effect(s) {ambiguous} were in flight when worker {row['lease_owner']} lost its lease; "
-                "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
-            )
-        elif lost >= MAX_LOST_LEASES:
-            sets.update(
-                status="failed",
-                error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
-                "fix the step and start a new run",
-            )
-        else:
-            sets.update(status="queued", next_at=at)
-        events.append(("run.state.changed", {"status": sets["status"], "reason": "lease expired"}))
-        plain_update(conn, run_id, sets, events)
-    return [r["id"] for r in rows]
+    return [_requeue_lost(conn, row, "lease.expired", "lease expired") for row in rows]
+
+
+def take_over(conn: sqlite3.Connection, scope: Scope, host: str, pid: int, started: int) -> list[str]:
+    """Requeue the running runs the ended process (``host``, ``pid``, ``started``) held, as for an expired lease."""
+    rows = conn.execute(
+        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_host = ? AND lease_pid = ? "
+        "AND lease_started = ? AND tenant = ? AND project = ?",
+        (host, pid, started, scope.tenant, scope.project),
+    ).fetchall()
+    return [_requeue_lost(conn, row, "lease.taken_over", "its worker's process ended") for row in rows]
+
+
+def _requeue_lost(conn: sqlite3.Connection, row: sqlite3.Row, event: str, reason: str) -> str:
+    """The run of a worker that is gone leaves ``running``: queued again, or cancelled, needing review, failed."""
+    run_id, at = row["id"], now()
+    events: list[EventSpec] = [(event, {"worker": row["lease_owner"], "token": row["lease_token"]})]
+    ambiguous = settle_in_flight(conn, run_id, events)
+    lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
+    sets = lost_worker_change(row, ambiguous, lost, at)
+    events.append(("run.state.changed", {"status": sets["status"], "reason": reason}))
+    plain_update(conn, run_id, sets, events)
+    return str(run_id)
 
 
 def settle_in_flight(conn: sqlite3.Connection, run_id: str, events: list[EventSpec]) -> list[str]:

@@ -2,7 +2,7 @@
 
 Each method is one ``db.write`` (a SAVEPOINT within a group-committed transaction) or one
 ``db.read`` (a snapshot on a reader thread); the SQL itself is in ``durable.py``, ``reap.py`` and
-``decisions.py`` beside this module.
+``decisions.py`` and ``claims.py`` beside this module.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from runtime.durable.store import (
     Claim,
     EffectRecord,
     EventSpec,
+    Holder,
+    Limits,
     NewInterrupt,
     NewRun,
     RunChange,
@@ -30,7 +32,7 @@ from runtime.durable.store import (
 )
 from runtime.flow.workflow import Decision
 from runtime.ids import now
-from runtime.store.sqlite import decisions, durable, reap
+from runtime.store.sqlite import claims, decisions, durable, reap
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
 from runtime.store.sqlite.durable import Scope
 
@@ -176,18 +178,42 @@ class SQLiteRunStore:
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
         return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
 
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            durable.run_row(conn, self.scope, run_id)  # another scope's run is not found
+            durable.plain_update(conn, run_id, {}, events)
+
+        await self.db.write(write)
+
     # -- other processes --------------------------------------------------------------------
     async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
         """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
         task_status.started(False)
 
     # -- workers ----------------------------------------------------------------------------
-    async def next_ready(self, workflows: Sequence[str]) -> float | None:
-        return await self.db.read(partial(durable.has_ready, scope=self.scope, workflows=workflows))
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
 
-    async def claim(self, owner: str, lease_s: float, limit: int, workflows: Sequence[str]) -> list[Claim]:
-        rows = await self.db.write(lambda c: durable.claim(c, self.scope, owner, lease_s, limit, workflows))
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        rows = await self.db.write(
+            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
+        )
         return [_claim(row) for row in rows]
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
 
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         return await self.db.write(partial(durable.renew, leases=leases, lease_s=lease_s))

@@ -11,69 +11,31 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
-from runtime.sessions.lineage import Graph, walk
-from runtime.sessions.model import Chunk, LineageEdge, LineageNode, Placement, SessionInfo, Usage
-from runtime.sessions.store import BuildOn, NewSession, StoredChunk, Stub
+from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
+from runtime.sessions.store import BranchTails, BuildOn, NewSession, StoredChunk, Stub, clip, holds, shared_start
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
+from runtime.store.sqlite.session_rows import (
+    INFO_COLUMNS,
+    SELECT_INFO,
+    chars_of,
+    info_of,
+    lineage_walk,
+    stored_chunks,
+    uids_in,
+)
 
-#: What is read in place on the event loop (``SQLiteDatabase.lookup``): a page of at most 100 chunks of a
-#: session of at most 256k characters in at most 16 segments. Measured hot, a page costs about 5 us a chunk
+#: What is read in place on the event loop (``SQLiteDatabase.lookup``): a page of at most 100 chunks, of at
+#: most 256k characters, of a session in at most 16 segments. Measured hot, a page costs about 5 us a chunk
 #: plus 1 us per 1,000 characters, and a segment 3 us: half a millisecond of loop time at most (the MCP
-#: default page is 50 chunks). Anything larger uses a reader thread. The size is the session row's
-#: ``chars``, kept at every write, so checking it reads no chunk.
+#: default page is 50 chunks). Anything larger uses a reader thread. The page's size is bounded from the
+#: session row, so checking it reads no chunk: ``widest`` (its longest chunk, 0005) times the page's
+#: chunks; for rows written before 0005, the session's whole ``chars``. So a page of a long session of
+#: short chunks is read in place, as cheaply as a page of a short one.
 POINT_READ_CHUNKS = 100
 POINT_READ_CHARS = 256_000
 POINT_READ_SEGMENTS = 16
-
-
-def _chars(chunk: Chunk) -> int:
-    calls = chunk.tool_calls or ()
-    return len(chunk.content) + sum(len(c.function.name) + len(c.function.arguments) for c in calls)
-
-
-_INFO_COLUMNS = (
-    "s.id, s.op, s.length, s.placement, s.usage, s.metadata, s.created_at, s.tenant, s.project,"
-    " (SELECT json_group_array(parent_id) FROM (SELECT parent_id FROM session_parents p"
-    "  WHERE p.child_id = s.id ORDER BY ord)) AS parents"
-)
-_SELECT_INFO = f"SELECT {_INFO_COLUMNS} FROM sessions s"
-
-
-def _info(row: sqlite3.Row) -> SessionInfo:
-    return SessionInfo(
-        id=row["id"],
-        parents=tuple(json.loads(row["parents"])),
-        op=row["op"],
-        length=row["length"],
-        placement=Placement.model_validate_json(row["placement"]),
-        usage=Usage.model_validate_json(row["usage"]),
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
-#: Chunks are validated a list at a time: one call into pydantic-core instead of one per chunk.
-_CHUNK_LIST = TypeAdapter(list[Chunk])
-
-
-def _stored_chunks(rows: list[tuple[Any, ...]]) -> list[StoredChunk]:
-    fields = [
-        {
-            "kind": kind,
-            "content": content,
-            "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
-            "tool_call_id": tool_call_id,
-            "name": name,
-        }
-        for _, kind, content, tool_calls, tool_call_id, name in rows
-    ]
-    return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]
 
 
 class SQLiteSessionStore:
@@ -101,17 +63,24 @@ class SQLiteSessionStore:
         """
 
         def write(conn: sqlite3.Connection) -> list[SessionInfo]:
-            return [self._insert_one(conn, s) for s in build(self._info_in(conn, base_id))]
+            row = self._row(conn, base_id, INFO_COLUMNS + ", s.segment_id, s.chars, s.widest")
+            known = {base_id: row}  # what a session built on the base needs of it: read once
+            return [self._insert_one(conn, s, known) for s in build(info_of(row))]
 
         return await self.db.write(write)
 
-    def _insert_one(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
-        segment_id, length, chars = None, 0, 0
+    def _insert_one(
+        self, conn: sqlite3.Connection, new: NewSession, known: dict[str, sqlite3.Row] | None = None
+    ) -> SessionInfo:
+        segment_id, length, chars, widest = None, 0, 0, 0
         if new.base_of is not None:
-            row = self._row(conn, new.base_of, "segment_id, length, chars")
-            segment_id, length, chars = row["segment_id"], row["length"], row["chars"]
+            row = (known or {}).get(new.base_of) or self._row(conn, new.base_of, "segment_id, length, chars, widest")
+            segment_id, length, chars, widest = row["segment_id"], row["length"], row["chars"], row["widest"]
+        sizes = [chars_of(sc.chunk) for sc in new.chunks]
         if chars is not None:  # unknown for sessions written before 0003: it stays unknown
-            chars += sum(_chars(sc.chunk) for sc in new.chunks)
+            chars += sum(sizes)
+        if widest is not None:  # likewise before 0005
+            widest = max(widest, *sizes) if sizes else widest
         if new.chunks:
             segment_id, length = self._extend(conn, segment_id, length, new.chunks)
         session_id = new.id or new_id("ses")
@@ -120,7 +89,7 @@ class SQLiteSessionStore:
         created_at = new.created_at if new.created_at is not None else now()
         conn.execute(
             "INSERT INTO sessions (id, tenant, project, op, segment_id, length, placement, usage, metadata,"
-            " created_at, own_usage, chars) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " created_at, own_usage, chars, widest) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 session_id,
                 self.tenant,
@@ -134,6 +103,7 @@ class SQLiteSessionStore:
                 created_at,
                 (new.own_usage if new.own_usage is not None else new.usage).model_dump_json(),
                 chars,
+                widest,
             ),
         )
         conn.executemany(
@@ -242,7 +212,7 @@ class SQLiteSessionStore:
         return row
 
     def _info_in(self, conn: sqlite3.Connection, session_id: str) -> SessionInfo:
-        return _info(self._row(conn, session_id, _INFO_COLUMNS))
+        return info_of(self._row(conn, session_id, INFO_COLUMNS))
 
     async def info(self, session_id: str) -> SessionInfo:
         return await self.db.lookup(lambda conn: self._info_in(conn, session_id), small=lambda conn: True)
@@ -251,16 +221,18 @@ class SQLiteSessionStore:
         self, session_id: str, offset: int = 0, limit: int | None = None
     ) -> tuple[SessionInfo, list[StoredChunk]]:
         """A session's fields and a page of its chunks from one consistent read: in place when it is
-        small (a page of at most ``POINT_READ_CHUNKS`` chunks, of a session of at most ``POINT_READ_CHARS``
-        characters in at most ``POINT_READ_SEGMENTS`` segments), else on a reader thread."""
+        small (a page of at most ``POINT_READ_CHUNKS`` chunks and ``POINT_READ_CHARS`` characters, of a
+        session in at most ``POINT_READ_SEGMENTS`` segments), else on a reader thread."""
 
         def read(conn: sqlite3.Connection) -> tuple[SessionInfo, list[StoredChunk]]:
             return self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit)
 
         def small(conn: sqlite3.Connection) -> bool:
-            """Known small from the session's row: its whole text, and its chain of segments (walked at most so far)."""
-            row = self._row(conn, session_id, "segment_id, chars")
-            if row["chars"] is None or row["chars"] > POINT_READ_CHARS:
+            """Known small from the session's row: the page's text at most (its chunks times the longest
+            one), and the session's chain of segments (walked at most so far)."""
+            row = self._row(conn, session_id, "segment_id, chars, widest")
+            bound = row["chars"] if row["widest"] is None else row["widest"] * limit
+            if bound is None or bound > POINT_READ_CHARS:
                 return False
             segment = row["segment_id"]
             for _ in range(POINT_READ_SEGMENTS):
@@ -286,29 +258,44 @@ class SQLiteSessionStore:
                 " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
                 (segment, lo, hi),
             )
-        return _stored_chunks(rows)
+        return stored_chunks(rows)
 
     async def uids(self, session_id: str) -> list[str]:
-        """The identities of a session's chunks, in order (what merge compares; no content read)."""
+        """The identities of a session's chunks, in order (no content read)."""
+        return await self.db.read(lambda conn: uids_in(conn, self._ranges(conn, session_id, 0, None)))
 
-        def read(conn: sqlite3.Connection) -> list[str]:
-            out: list[str] = []
-            for segment, lo, hi in self._ranges(conn, session_id, 0, None):
-                rows = conn.execute(
-                    "SELECT uid FROM chunks WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
-                    (segment, lo, hi),
-                )
-                out.extend(r[0] for r in rows)
-            return out
+    async def branch_tails(self, session_ids: Sequence[str]) -> BranchTails:
+        """What a merge compares, from the branches' segment chains (see ``BranchTails``): one read,
+        costing the chunks past the segments all branches share and one index probe per such chunk."""
+
+        def read(conn: sqlite3.Connection) -> BranchTails:
+            chains = [self._chain(conn, sid) for sid in session_ids]
+            start = shared_start([ranges for _, ranges in chains])
+            reach = min(length for length, _ in chains[1:])
+            tails = [uids_in(conn, clip(chains[0][1], start, reach))]
+            tails += [uids_in(conn, clip(ranges, start, length)) for length, ranges in chains[1:]]
+            later = sorted({uid for tail in tails[1:] for uid in tail})
+            rows = conn.execute(
+                "SELECT uid, segment_id, idx FROM chunks WHERE uid IN (SELECT value FROM json_each(?))",
+                (json.dumps(later),),
+            ).fetchall()
+            first = chains[0][1]
+            held = {uid for uid, segment, idx in rows if holds(first, segment, idx)}
+            return BranchTails(start, tuple(tuple(t) for t in tails), frozenset(held))
 
         return await self.db.read(read)
+
+    def _chain(self, conn: sqlite3.Connection, session_id: str) -> tuple[int, list[tuple[str, int, int]]]:
+        """A session's length and its segment chain's ranges, root first."""
+        length = self._row(conn, session_id, "length")["length"]
+        return length, self._ranges(conn, session_id, 0, None)
 
     def _ranges(
         self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None
     ) -> list[tuple[str, int, int]]:
         """``(segment, lo, hi)`` index ranges holding chunks ``[offset, offset+limit)`` of a session, in order."""
         row = self._row(conn, session_id, "segment_id, length")
-        start_at, stop_at = offset, row["length"] if limit is None else min(row["length"], offset + limit)
+        stop_at = row["length"] if limit is None else min(row["length"], offset + limit)
         chain: list[tuple[str, int, int]] = []
         segment, end = row["segment_id"], row["length"]
         while segment is not None:
@@ -316,17 +303,16 @@ class SQLiteSessionStore:
             begin = seg["parent_length"] if seg["parent_id"] is not None else 0
             chain.append((segment, begin, end))
             segment, end = seg["parent_id"], seg["parent_length"]
-        ranges = [(seg_id, max(b, start_at), min(e, stop_at)) for seg_id, b, e in reversed(chain)]
-        return [r for r in ranges if r[1] < r[2]]
+        return clip(chain[::-1], offset, stop_at)
 
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         def read(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
-                _SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
+                SELECT_INFO + " WHERE s.tenant = ? AND s.project = ? AND s.stub = 0 AND s.id < ?"
                 " ORDER BY s.id DESC LIMIT ?",
                 (self.tenant, self.project, after or "~", limit),
             )
-            return [_info(r) for r in rows]
+            return [info_of(r) for r in rows]
 
         return await self.db.read(read)
 
@@ -343,7 +329,7 @@ class SQLiteSessionStore:
         def read(conn: sqlite3.Connection) -> tuple[list[LineageNode], list[LineageEdge], bool]:
             self._row(conn, session_id, "id")
             scope = (self.tenant, self.project)
-            return _walk(conn, scope, session_id, depth, up=up, down=down, max_nodes=max_nodes)
+            return lineage_walk(conn, scope, session_id, depth, up=up, down=down, max_nodes=max_nodes)
 
         return await self.db.read(read)
 
@@ -366,48 +352,3 @@ class SQLiteSessionStore:
             return {r["id"]: Usage.model_validate_json(r["own_usage"]) if r["own_usage"] else Usage() for r in rows}
 
         return await self.db.read(read)
-
-
-_PARENTS = (
-    "SELECT p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-    " WHERE p.child_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.ord"
-)
-_CHILDREN = (
-    "SELECT p.child_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-    " WHERE p.parent_id = ? AND s.tenant = ? AND s.project = ? ORDER BY p.child_id"
-)
-
-
-def _walk(
-    conn: sqlite3.Connection,
-    scope: tuple[str, str],
-    session_id: str,
-    depth: int,
-    *,
-    up: bool,
-    down: bool,
-    max_nodes: int,
-) -> Graph:
-    """``walk`` over the ``session_parents`` and ``sessions`` tables, in the tenant/project ``scope``."""
-
-    def node(sid: str) -> LineageNode | None:
-        row = conn.execute(
-            "SELECT id, op, length, created_at, stub FROM sessions WHERE id = ? AND tenant = ? AND project = ?",
-            (sid, *scope),
-        ).fetchone()
-        if row is None:
-            return None
-        return LineageNode(
-            id=row["id"], op=row["op"], length=row["length"], created_at=row["created_at"], stub=bool(row["stub"])
-        )
-
-    return walk(
-        session_id,
-        depth,
-        up=up,
-        down=down,
-        max_nodes=max_nodes,
-        parents=lambda sid: [p for (p,) in conn.execute(_PARENTS, (sid, *scope))],
-        children=lambda sid: [c for (c,) in conn.execute(_CHILDREN, (sid, *scope))],
-        node=node,
-    )

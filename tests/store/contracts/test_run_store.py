@@ -168,6 +168,23 @@ async def test_events_are_numbered_in_order_and_paged(backend: StoreBackend) -> 
     assert (await store.get(run_id)).last_seq == events[-1].seq
 
 
+async def test_a_note_appends_events_to_any_run_of_its_scope_and_changes_nothing_else(backend: StoreBackend) -> None:
+    store = runs(backend)
+    run_id = await started(store)
+    await store.note(run_id, [("task.created", {"ttl_ms": 60000})])
+    (claim,) = await store.claim("w", 30.0, 1, ["wf"])
+    await store.note(run_id, [("task.noted", {})])  # held by a worker: its lease goes on unchanged
+    await store.commit(run_id, claim.token, {}, [("step.progress", {})])
+    run = await store.get(run_id)
+    assert run.status == "running" and run.lease_token == claim.token
+    types = [e.type for e in await store.events(run_id, 0, 100) if e.type.startswith(("task.", "step.p"))]
+    assert types == ["task.created", "task.noted", "step.progress"]
+    with pytest.raises(NotFoundError):
+        await runs(backend, "elsewhere").note(run_id, [("task.created", {})])
+    with pytest.raises(NotFoundError):
+        await store.note(new_id("run"), [("task.created", {})])
+
+
 async def test_renew_reports_held_leases_and_cancels_and_release_hands_runs_on_without_counting(
     backend: StoreBackend,
 ) -> None:

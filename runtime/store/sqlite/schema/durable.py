@@ -5,6 +5,10 @@ bumps ``lease_token`` (the fencing token) and every commit a worker makes is an 
 ``lease_token = ?``, so a worker that lost its lease can never commit. ``visit`` numbers step
 executions within a run; effects and interrupts are keyed by it so that a step re-run after an
 interrupt or a crash finds its own records and nobody else's.
+
+``lease_host``/``lease_pid``/``lease_started`` name the process holding a running run (prompt
+takeover, ``runtime.durable.owner``); ``concurrency_key`` is the group a run counts in under its
+workflow's concurrency limit.
 """
 
 from runtime.store.sqlite.database import Migration
@@ -107,7 +111,16 @@ MIGRATIONS = [
         """,
     ),
     Migration(
-        "0102_durable_results_and_forks",
+        "0110_durable_claims",
+        """
+        ALTER TABLE runs ADD COLUMN lease_host TEXT;
+        ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN lease_started INTEGER;
+        ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+        """,
+    ),
+    Migration(
+        "0111_durable_results_and_forks",
         """
         ALTER TABLE runs ADD COLUMN result TEXT;
         ALTER TABLE runs ADD COLUMN forked_from TEXT;

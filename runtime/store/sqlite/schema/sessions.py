@@ -12,6 +12,12 @@ the sum of ``own_usage`` over its ancestry, which is what lets merge count share
 0002 fills it in for rows written before it: a root's own usage is all of its usage, a one-parent
 session's is its usage over its parent's; merges (and anything else) count as adding nothing,
 which is exact for ``append`` merges and under-counts only what a ``concat`` merge counted twice.
+
+``chunks_uid`` (0004) lets a merge ask whether its first branch holds a chunk (by identity) without
+reading that branch: a merge then costs what the branches add, not the history they share.
+``widest`` (0005) is the session's longest chunk in characters: with a page's chunk count it bounds
+the page's size, which decides whether the page is read in place on the event loop; NULL (rows
+written before it) falls back to the whole session's ``chars``.
 """
 
 from runtime.store.sqlite.database import Migration
@@ -88,6 +94,18 @@ MIGRATIONS = [
         "0003_session_chars",
         """
         ALTER TABLE sessions ADD COLUMN chars INTEGER;
+        """,
+    ),
+    Migration(
+        "0004_chunk_uids",
+        """
+        CREATE INDEX chunks_uid ON chunks (uid);
+        """,
+    ),
+    Migration(
+        "0005_session_widest",
+        """
+        ALTER TABLE sessions ADD COLUMN widest INTEGER;
         """,
     ),
 ]

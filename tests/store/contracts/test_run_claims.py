@@ -1,0 +1,189 @@
+"""The ``RunStore`` contract of claims, run on every backend: holders and takeover, concurrency limits.
+
+Holders here are made-up processes (a host string, a pid, a start time): the store only records
+and matches them; whether a process has ended is the worker's question (``runtime.durable.owner``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from runtime.backend import StoreBackend
+from runtime.durable.store import RELEASE, EffectRecord, Holder, NewInterrupt, RunStore
+from runtime.errors import LeaseLostError
+from runtime.ids import new_id
+from runtime.store import StoreURL
+from tests.store.contracts.conftest import fresh_store_url, open_again
+from tests.store.contracts.test_run_store import new_run, runs, started
+
+pytestmark = pytest.mark.anyio
+HOST = "boot-1/pid:[1]/uid0@box"
+DEAD, ALIVE = Holder(HOST, 100, 5), Holder(HOST, 200, 7)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
+    return fresh_store_url(request.param, tmp_path, request)
+
+
+async def succeed(store: RunStore, run_id: str, token: int) -> None:
+    await store.commit(run_id, token, {**RELEASE, "status": "succeeded"}, [("run.state.changed", {})])
+
+
+async def keyed(store: RunStore, key: str | None, workflow: str = "wf") -> str:
+    return await store.create(new_run(workflow, concurrency_key=key), [("run.created", {})])
+
+
+# -- holders and takeover -------------------------------------------------------------------------
+async def test_holders_are_the_processes_of_a_host_that_hold_running_runs(backend: StoreBackend) -> None:
+    store = runs(backend)
+    a, b, c, d = [await started(store) for _ in range(4)]
+    await store.claim("dead", 30.0, 2, ["wf"], holder=DEAD)
+    (third,) = await store.claim("alive", 30.0, 1, ["wf"], holder=ALIVE)
+    await store.claim("elsewhere", 30.0, 1, ["wf"], holder=Holder("boot-2/pid:[1]/uid0@other", 100, 5))
+    assert sorted(await store.holders(HOST)) == [(100, 5), (200, 7)]
+    assert await runs(backend, "other").holders(HOST) == []  # per scope
+    await succeed(store, c, third.token)
+    assert await store.holders(HOST) == [(100, 5)]  # a run that left running is held by nobody
+    assert await store.holders("boot-3/nobody") == []
+    assert (await store.get(d)).lease_owner == "elsewhere"
+    assert {(await store.get(x)).lease_owner for x in (a, b)} == {"dead"}
+
+
+async def test_take_over_requeues_only_the_ended_holders_runs_and_fences_its_token_out(backend: StoreBackend) -> None:
+    store = runs(backend)
+    mine, theirs, same_pid_later = [await started(store) for _ in range(3)]
+    (old,) = await store.claim("dead", 3600.0, 1, ["wf"], holder=DEAD)
+    await store.claim("alive", 3600.0, 1, ["wf"], holder=ALIVE)
+    await store.claim("reused", 3600.0, 1, ["wf"], holder=Holder(HOST, 100, 9))  # pid 100 again, a later process
+    assert not await store.needs_reaping()  # no lease has run out: only takeover can hand the run on
+    assert await store.take_over(HOST, 100, 5) == [mine]
+    assert await store.take_over(HOST, 100, 5) == []  # once
+    assert await store.take_over("boot-2/other", 200, 7) == []  # another host's holder is not this one
+    queued = await store.get(mine)
+    assert queued.status == "queued" and queued.lease_owner is None
+    assert {(await store.get(x)).status for x in (theirs, same_pid_later)} == {"running"}
+    events = await store.events(mine, 0, 100)
+    assert [(e.type, e.data) for e in events[-2:]] == [
+        ("lease.taken_over", {"worker": "dead", "token": old.token}),
+        ("run.state.changed", {"status": "queued", "reason": "its worker's process ended"}),
+    ]
+    (new,) = await store.claim("new", 30.0, 1, ["wf"], holder=ALIVE)
+    assert new.id == mine and new.token == old.token + 1
+    with pytest.raises(LeaseLostError):  # the ended holder's late commit (a frozen process) changes nothing
+        await store.commit(mine, old.token, {"state": '{"late": 1}'}, [])
+    assert (await store.get(mine)).state == {"n": 1}
+
+
+async def test_take_over_settles_in_flight_effects_as_an_expired_lease_does(backend: StoreBackend) -> None:
+    store = runs(backend)
+    paying, cancelling = await started(store), await started(store)
+    (pay,) = await store.claim("dead", 3600.0, 1, ["wf"], holder=DEAD)
+    await store.claim("dead", 3600.0, 1, ["wf"], holder=DEAD)
+    await store.record_effect(
+        paying, pay.token, EffectRecord("eff_p", "first", 1, "pay", "non_idempotent", "dispatched")
+    )
+    await store.cancel(cancelling, "enough")
+    assert sorted(await store.take_over(HOST, 100, 5)) == sorted([paying, cancelling])
+    review = await store.get(paying)
+    assert review.status == "needs_review" and "resolve_effect" in (review.error or "")
+    assert [e.status for e in await store.effects(None, paying)] == ["ambiguous"]
+    assert (await store.get(cancelling)).status == "cancelled"
+
+
+# -- concurrency limits ---------------------------------------------------------------------------
+async def test_a_limit_lets_n_runs_of_a_workflow_run_at_once_and_the_rest_wait_first_in_first_out(
+    backend: StoreBackend,
+) -> None:
+    store = runs(backend)
+    ids = [await started(store) for _ in range(5)]
+    free = await started(store, "free_wf")
+    limits = {"wf": 2}
+    claimed = await store.claim("w1", 30.0, 10, ["wf", "free_wf"], limits=limits)
+    assert [c.id for c in claimed] == [ids[0], ids[1], free]  # a workflow without a limit is claimed beside
+    assert await store.claim("w2", 30.0, 10, ["wf"], limits=limits) == []
+    assert await store.next_ready(["wf"], limits=limits) is None  # its group is full: nothing to look at
+    assert await store.next_ready(["wf"]) is not None  # (without the limit there would be)
+    await succeed(store, ids[1], claimed[1].token)
+    ready = await store.next_ready(["wf"], limits=limits)
+    assert ready is not None and ready == (await store.get(ids[2])).next_at
+    assert [c.id for c in await store.claim("w2", 30.0, 10, ["wf"], limits=limits)] == [ids[2]]
+    await succeed(store, ids[0], claimed[0].token)
+    assert [c.id for c in await store.claim("w3", 30.0, 10, ["wf"], limits={"wf": 3})] == ids[3:]  # a raised limit
+
+
+async def test_a_concurrency_key_limits_each_key_on_its_own(backend: StoreBackend) -> None:
+    store = runs(backend)
+    ann1, ann2, bob1, keyless1, keyless2 = [
+        await keyed(store, key) for key in ("ann", "ann", "bob", None, None)
+    ]  # fmt: skip
+    limits = {"wf": 1}
+    first = await store.claim("w", 30.0, 10, ["wf"], limits=limits)
+    assert [c.id for c in first] == [ann1, bob1, keyless1]  # one per key; keyless runs share one group
+    assert await store.claim("w", 30.0, 10, ["wf"], limits=limits) == []
+    await succeed(store, ann1, first[0].token)
+    assert [c.id for c in await store.claim("w", 30.0, 10, ["wf"], limits=limits)] == [ann2]
+    assert (await store.get(keyless2)).status == "queued"
+
+
+async def test_a_run_waiting_on_an_interrupt_or_a_retry_holds_no_slot(backend: StoreBackend) -> None:
+    store = runs(backend)
+    asking, retrying, third = [await started(store) for _ in range(3)]
+    limits = {"wf": 1}
+    (claim,) = await store.claim("w", 30.0, 10, ["wf"], limits=limits)
+    ask = NewInterrupt(new_id("int"), "first", 1, 0, "approval", "ok?", None, None)
+    await store.park(asking, claim.token, ask, "{}")
+    (claim,) = await store.claim("w", 30.0, 10, ["wf"], limits=limits)
+    assert claim.id == retrying
+    change = {**RELEASE, "status": "queued", "attempt": 2}
+    await store.commit(retrying, claim.token, change, [("step.failed", {})], retry_in_s=3600.0)
+    assert [c.id for c in await store.claim("w", 30.0, 10, ["wf"], limits=limits)] == [third]
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+async def test_claimers_racing_on_one_store_never_run_more_than_the_limit(backend: StoreBackend, cap: int) -> None:
+    """Backends on the same store stand in for worker processes; each claimed run is finished by its claimer."""
+    store = runs(backend)
+    ids = [await started(store) for _ in range(12)]
+    others: list[StoreBackend] = [await open_again(backend), await open_again(backend)]
+    held: set[str] = set()
+    most, order = 0, []
+
+    async def claimer(each: RunStore, owner: str) -> None:
+        nonlocal most
+        while len(order) < len(ids):
+            claims = await each.claim(owner, 30.0, 2, ["wf"], limits={"wf": cap})
+            held.update(c.id for c in claims)
+            order.extend(c.id for c in claims)
+            most = max(most, len(held))
+            for c in claims:
+                await anyio.lowlevel.checkpoint()  # let the other claimers try while this one runs
+                held.discard(c.id)  # before its commit frees the slot in the store
+                await succeed(each, c.id, c.token)
+            if not claims:
+                await anyio.sleep(0.005)  # pacing a poll, not ordering anything
+
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for i, each in enumerate([backend, *others, backend, *others]):
+                    tg.start_soon(claimer, runs(each), f"w{i}")
+    finally:
+        for other in others:
+            await other.close()
+    assert sorted(order) == sorted(ids) and most <= cap
+    if cap == 1:
+        assert order == ids  # one at a time: exactly first in, first out
+
+
+async def test_a_limit_never_touches_another_scopes_runs(backend: StoreBackend) -> None:
+    ours, theirs = runs(backend), runs(backend, "other")
+    await started(theirs)
+    (claim,) = await theirs.claim("w", 30.0, 1, ["wf"], limits={"wf": 1})
+    mine = await started(ours)
+    assert [c.id for c in await ours.claim("w", 30.0, 1, ["wf"], limits={"wf": 1})] == [mine]
+    assert claim.token == 1

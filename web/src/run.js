@@ -1,0 +1,137 @@
+// A run's page: header (workflow, status, step, timings, result, error, forked_from), what waits on a
+// human (interrupts: Approve / Edit / Reject / Respond; effects: Applied / Not applied), the timeline
+// of its events and checkpoints, and its session's lineage.
+
+import { badge, duration, h, json, short, when } from "./dom.js";
+import { lineageSvg } from "./graph.js";
+
+const TERMINAL = new Set(["succeeded", "failed", "cancelled", "timed_out"]);
+
+export function isSettled(run) {
+  return TERMINAL.has(run.status);
+}
+
+export function header(run, go) {
+  const rows = [
+    ["workflow", run.workflow],
+    ["status", badge(run.status)],
+    ["step", run.step || "—"],
+    ["created", when(run.created_at)],
+    ["updated", when(run.updated_at)],
+    ["elapsed", duration(run.updated_at - run.created_at)],
+    ["input session", sessionLink(run.session_id, go)],
+    ["output session", sessionLink(run.output_session_id, go)],
+  ];
+  if (run.forked_from) {
+    const from = run.forked_from;
+    rows.push(["forked from", h("span", {}, runLink(from.run_id, go), ` at checkpoint ${from.checkpoint_seq ?? "latest"}`)]);
+  }
+  return h("section.card.header", { id: "run-header", dataset: { status: run.status } },
+    h("h1", {}, "Run ", h("code", {}, run.run_id)),
+    h("dl", {}, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { dataset: { field: k } }, v)])),
+    run.result !== undefined && run.result !== null ? h("div.result", {}, h("h2", {}, "Result"), h("pre", { id: "run-result" }, json(run.result))) : null,
+    run.error ? h("div.error", { id: "run-error" }, h("h2", {}, "Error"), h("pre", {}, run.error)) : null,
+    run.hint ? h("p.hint", {}, run.hint) : null,
+  );
+}
+
+function sessionLink(id, go) {
+  return id ? h("a", { href: `/ui/sessions/${id}`, onclick: (e) => go(e, { view: "session", id }) }, h("code", {}, short(id))) : "—";
+}
+
+export function runLink(id, go) {
+  return h("a", { href: `/ui/runs/${id}`, onclick: (e) => go(e, { view: "run", id }) }, h("code", {}, short(id)));
+}
+
+export function interruptCard(interrupt, act) {
+  const value = h("textarea", { rows: 3, placeholder: "value (JSON or text) for Edit / Respond", "aria-label": "value" });
+  const reason = h("input", { type: "text", placeholder: "reason (optional)", "aria-label": "reason" });
+  const button = (action, label) =>
+    h(`button.act.${action}`, {
+      type: "button",
+      dataset: { action, interrupt: interrupt.interrupt_id },
+      onclick: (ev) => act(ev.currentTarget, "interrupt_resolve", decision(interrupt.interrupt_id, action, value.value, reason.value)),
+    }, label);
+  return h("div.interrupt", { dataset: { interrupt: interrupt.interrupt_id, kind: interrupt.kind } },
+    h("div.row", {}, h("span.kind", {}, interrupt.kind), h("code", {}, interrupt.interrupt_id), h("span.muted", {}, `step ${interrupt.step}`)),
+    h("p.prompt", {}, interrupt.prompt || "(no prompt)"),
+    interrupt.schema ? h("details", {}, h("summary", {}, "expected answer (JSON Schema)"), h("pre", {}, json(interrupt.schema))) : null,
+    value, reason,
+    h("div.buttons", {}, button("approve", "Approve"), button("edit", "Edit"), button("reject", "Reject"), button("respond", "Respond")),
+  );
+}
+
+function decision(interruptId, action, rawValue, reason) {
+  const args = { interrupt_id: interruptId, action };
+  if ((action === "edit" || action === "respond") && rawValue.trim()) args.value = parseLoose(rawValue);
+  if (reason.trim()) args.reason = reason.trim();
+  return args;
+}
+
+function parseLoose(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // plain words are a string answer
+  }
+}
+
+export function effectCard(effect, act) {
+  const result = h("textarea", { rows: 2, placeholder: "what it returned (JSON, for Applied)", "aria-label": "result" });
+  const button = (outcome, label) =>
+    h(`button.act.${outcome}`, {
+      type: "button",
+      dataset: { outcome, effect: effect.effect_id },
+      onclick: (ev) => {
+        const args = { effect_id: effect.effect_id, outcome };
+        if (outcome === "applied" && result.value.trim()) args.result = parseLoose(result.value);
+        act(ev.currentTarget, "effect_resolve", args);
+      },
+    }, label);
+  return h("div.effect", { dataset: { effect: effect.effect_id } },
+    h("div.row", {}, h("span.kind", {}, effect.effect_class), h("code", {}, effect.effect_id), h("span.muted", {}, `step ${effect.step} · ${effect.status}`)),
+    h("p", {}, "Key ", h("code", {}, effect.key), effect.error ? ` — ${effect.error}` : ""),
+    result,
+    h("div.buttons", {}, button("applied", "Applied"), button("not_applied", "Not applied")),
+  );
+}
+
+export function timeline(run, events) {
+  const started = new Map();
+  const items = events.map((event) => {
+    const step = event.data && event.data.step;
+    let extra = "";
+    if (event.type === "step.started" && step) started.set(step, event.created_at);
+    if (event.type === "step.completed" && started.has(step)) extra = ` · ${duration(event.created_at - started.get(step))}`;
+    const kind = event.type.startsWith("checkpoint") ? "checkpoint" : event.type.split(".")[0];
+    return h(`li.event.k-${kind}`, { dataset: { seq: event.seq, type: event.type } },
+      h("span.dot", {}),
+      h("span.seq", {}, `#${event.seq}`),
+      h("span.at", {}, `+${duration(event.created_at - run.created_at)}`),
+      h("span.type", {}, event.type),
+      h("span.muted", {}, summarize(event.data) + extra),
+    );
+  });
+  return h("section.card", { id: "timeline" }, h("h2", {}, `Timeline · ${events.length} events`), h("ol.timeline", {}, items));
+}
+
+function summarize(data) {
+  if (!data || typeof data !== "object") return "";
+  const parts = Object.entries(data).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`);
+  const text = parts.join(" ");
+  return text.length > 160 ? `${text.slice(0, 157)}…` : text;
+}
+
+export function lineageCard(lineage, run, go) {
+  const svg = lineageSvg(lineage, {
+    focus: lineage.session_id,
+    input: run && run.session_id,
+    output: run && run.output_session_id,
+    onPick: (id) => go(null, { view: "session", id }),
+  });
+  return h("section.card", { id: "lineage" },
+    h("h2", {}, `Lineage · ${lineage.nodes.length} sessions`),
+    h("div.legend", {}, h("span.l-input", {}, "input"), h("span.l-output", {}, "output"), h("span.l-fork", {}, "fork"), h("span.l-merge", {}, "merge")),
+    h("div.graph", {}, svg),
+  );
+}
