@@ -10,7 +10,6 @@ else by polling every ``poll_s`` (``POLL_S`` unless the runtime is told otherwis
 from __future__ import annotations
 
 import builtins
-import hashlib
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
@@ -19,8 +18,9 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from runtime.durable import decisions
+from runtime.durable.forks import fork_run
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
-from runtime.durable.store import NewRun, RunStore, dumps
+from runtime.durable.store import NewRun, RunStore, dumps, idempotency_conflict, request_fingerprint
 from runtime.errors import InvalidInputError
 from runtime.flow.workflow import Decision
 from runtime.ids import check_id_search, now
@@ -34,10 +34,6 @@ POLL_S = 0.25
 WATCH_QUIET_S = 5.0  # a store's watch says "look again" after this long without a notification (or poll_s)
 CANCEL_GRACE_S = 5.0
 STATUSES: tuple[str, ...] = get_args(RunStatus)
-
-
-def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], deadline_s: float | None) -> str:
-    return hashlib.sha256(dumps([workflow, session_id, input, deadline_s]).encode()).hexdigest()
 
 
 class RunService:
@@ -128,26 +124,74 @@ class RunService:
         idempotency_key: str | None = None,
         deadline_s: float | None = None,
     ) -> Run:
-        """Queue a run of ``workflow``. The same ``idempotency_key`` returns the same run."""
+        """Queue a run of ``workflow``. The same request with the same ``idempotency_key`` returns the same run."""
+        return await self.submit(
+            workflow, session_id=session_id, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
+        )
+
+    async def submit(
+        self,
+        workflow: str,
+        *,
+        session_id: str | None = None,
+        message: str | None = None,
+        input: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        deadline_s: float | None = None,
+    ) -> Run:
+        """Queue a run from ``session_id`` and/or ``message`` (a new session holding it, or appended to the
+        given one). Checked first, so a refused start writes nothing.
+
+        With an ``idempotency_key``, the request (workflow, message, session id, input, deadline) is
+        fingerprinted and stored with the key: the same request again, from any process, even racing,
+        returns the same run (and makes no second session); a different one is a ``ConflictError``
+        naming what differs."""
         await self.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
-        plan = self.rt.workflows.get(workflow)
         payload = dict(input or {})
-        state_json = dumps(payload)
+        fingerprint = request_fingerprint(
+            workflow=workflow, message=message, session_id=session_id, input=payload, deadline_s=deadline_s
+        )
+        if idempotency_key is not None:
+            existing = await self.by_idempotency_key(idempotency_key)
+            if existing is not None:
+                if existing.request_hash != fingerprint:
+                    raise idempotency_conflict(idempotency_key, existing.id, existing.request_hash, fingerprint)
+                return existing
+        source = await self._input_session(session_id, message)
+        plan = self.rt.workflows.get(workflow)
         new = NewRun(
             workflow=workflow,
             plan_hash=plan.plan_hash,
             step=plan.entry,
-            input_json=state_json,
-            session_id=session_id,
+            input_json=dumps(payload),
+            session_id=source,
             idempotency_key=idempotency_key,
-            request_hash=_request_hash(workflow, session_id, payload, deadline_s),
+            request_hash=fingerprint,
             deadline=now() + deadline_s if deadline_s is not None else None,
             concurrency_key=plan.run_key(payload),
         )
-        created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
+        created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": source}
         run_id = await self.store.create(new, [("run.created", created)])
         self._wake_workers()
         return await self.get(run_id)
+
+    async def _input_session(self, session_id: str | None, message: str | None) -> str | None:
+        """The session a run starts from: the given one (plus ``message``), or a new one holding ``message``."""
+        if message is None:
+            return session_id
+        chunk = {"kind": "user", "content": message}
+        if session_id is None:
+            return (await self.rt.sessions.create([chunk])).id
+        return (await self.rt.sessions.append(session_id, [chunk])).id
+
+    async def fork(
+        self, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
+    ) -> Run:
+        """A new run from a checkpoint of ``run_id`` (default: its latest), its state merged with
+        ``state_patch`` (a JSON merge patch); see ``runtime.durable.forks``."""
+        run = await fork_run(self, run_id, checkpoint_seq, state_patch)
+        self._wake_workers()
+        return run
 
     # -- reading -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> Run:
@@ -198,7 +242,8 @@ class RunService:
         return await self.store.events(run_id, after_seq, limit)
 
     async def checkpoints(self, run_id: str) -> builtins.list[dict[str, Any]]:
-        """Every checkpoint of a run, oldest first: ``{seq, state, next_step, pending, created_at}``."""
+        """Every checkpoint of a run, oldest first: ``{seq, state, next_step, pending, session_id, created_at}``
+        (``session_id``: the run's session at that point, what a fork from it starts from)."""
         return await self.store.checkpoints(run_id)
 
     async def interrupts(self, run_id: str | None = None) -> builtins.list[Interrupt]:

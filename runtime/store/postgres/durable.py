@@ -95,12 +95,12 @@ async def _update(
         args += [at_event, state_json, next_step, dumps(pending)]
         k = len(args) - 3
         take = (
-            ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
-            f"SELECT $3, u.last_seq - $1 + ${k}::int, ${k + 1}::text, ${k + 2}::text, ${k + 3}::text, $2 FROM u)"
+            ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
+            f"SELECT $3, u.last_seq - $1 + ${k}::int, ${k + 1}::text, ${k + 2}::text, ${k + 3}::text, u.ses, $2 FROM u)"
         )
     sql = (
         f"WITH u AS (UPDATE runs SET last_seq = last_seq + $1::int, updated_at = $2{_sets(sets, len(args) + 1)} "
-        f"WHERE id = $3{fence} RETURNING last_seq), "
+        f"WHERE id = $3{fence} RETURNING last_seq, COALESCE(output_session_id, session_id) AS ses), "
         "e AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
         "SELECT $3, u.last_seq - $1 + e.ord, e.t, e.d, $2 FROM u, unnest($4::text[], $5::text[]) "
         f"WITH ORDINALITY AS e(t, d, ord)){take} "

@@ -75,18 +75,7 @@ class PostgresRunStore:
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
         scope = self.scope
-        fields = {
-            "workflow": new.workflow,
-            "plan_hash": new.plan_hash,
-            "session_id": new.session_id,
-            "input": new.input_json,
-            "state": new.input_json,
-            "step": new.step,
-            "idempotency_key": new.idempotency_key,
-            "request_hash": new.request_hash,
-            "deadline": new.deadline,
-            "concurrency_key": new.concurrency_key,
-        }
+        fields = new.columns()
 
         async def write(conn: asyncpg.Connection) -> str:
             if new.idempotency_key is not None:
@@ -100,7 +89,7 @@ class PostgresRunStore:
                 )  # fmt: skip
                 if old is not None:
                     if old["request_hash"] != new.request_hash:
-                        raise idempotency_conflict(key, old["id"])
+                        raise idempotency_conflict(key, old["id"], old["request_hash"], new.request_hash)
                     return str(old["id"])
             return await durable.insert_run(conn, scope, fields, events)
 

@@ -176,6 +176,15 @@ DURABLE = [
         ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
         """,
     ),
+    Migration(
+        "0111_durable_results_and_forks",
+        """
+        ALTER TABLE runs ADD COLUMN result TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from TEXT COLLATE "C";
+        ALTER TABLE runs ADD COLUMN forked_from_seq INTEGER;
+        ALTER TABLE run_checkpoints ADD COLUMN session_id TEXT COLLATE "C";
+        """,
+    ),
 ]
 
 MEMORY = [

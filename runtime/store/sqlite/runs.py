@@ -58,18 +58,7 @@ class SQLiteRunStore:
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
         scope = self.scope
-        fields = {
-            "workflow": new.workflow,
-            "plan_hash": new.plan_hash,
-            "session_id": new.session_id,
-            "input": new.input_json,
-            "state": new.input_json,
-            "step": new.step,
-            "idempotency_key": new.idempotency_key,
-            "request_hash": new.request_hash,
-            "deadline": new.deadline,
-            "concurrency_key": new.concurrency_key,
-        }
+        fields = new.columns()
 
         def write(conn: sqlite3.Connection) -> str:
             if new.idempotency_key is not None:
@@ -79,7 +68,9 @@ class SQLiteRunStore:
                 ).fetchone()
                 if old is not None:
                     if old["request_hash"] != new.request_hash:
-                        raise idempotency_conflict(new.idempotency_key, old["id"])
+                        raise idempotency_conflict(
+                            new.idempotency_key, old["id"], old["request_hash"], new.request_hash
+                        )
                     return str(old["id"])
             return durable.insert_run(conn, scope, fields, events)
 
