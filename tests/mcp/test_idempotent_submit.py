@@ -126,16 +126,6 @@ async def test_two_processes_retrying_at_once_on_one_sqlite_file_get_the_same_ru
     await _race(f"sqlite://{tmp_path / 'shared.db'}", tmp_path, processes)
 
 
-@pytest.fixture(scope="module")
-def pg_database() -> Iterator[str]:
-    pg.require_postgres()
-    name = pg.create_database()
-    try:
-        yield name
-    finally:
-        pg.drop_database(name)
-
-
 @pytest.fixture
 def pg_store(pg_database: str) -> str:
     """A migrated fresh schema (made outside the test's event loop)."""
