@@ -22,6 +22,8 @@ import anyio
 import anyio.to_thread
 
 from rath_mcp import shell
+from rath_mcp.auth import commands as access_commands
+from rath_mcp.auth.flags import AUTH_MODES, auth_problem
 from rath_mcp.shell import existing_store, note, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
@@ -149,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
+    p.add_argument("--auth", choices=AUTH_MODES, default="none", help="how HTTP/SSE callers authenticate")
+    p.add_argument("--issuer", metavar="URL", help="--auth oauth: the authorization server's issuer URL")
+    p.add_argument("--audience", metavar="URL", help="--auth oauth: the token audience (default: this server's URL)")
     local_scope = "of the local caller (stdio, --auth none)"
     p.add_argument("--tenant", type=_scope_name("tenant"), default="local", help=f"tenant {local_scope}")
     p.add_argument("--project", type=_scope_name("project"), default="default", help=f"project {local_scope}")
@@ -175,12 +180,16 @@ def build_parser() -> argparse.ArgumentParser:
     _home_arg(p)
 
     shell.add_commands(sub, _home_arg)
+    access_commands.add_commands(sub, _home_arg)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve" and (problem := _auth_problem(args)):
+        parser.error(problem)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return anyio.run(_dispatch, args)
@@ -224,12 +233,22 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _check(args)
     if command == "backup":
         return await _backup(args)
+    if command == "token":
+        return await access_commands.token(args)
+    if command == "audit":
+        return await access_commands.audit(args)
     return await shell.run(args)
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from rath_mcp.auth.remote import remote_for
     from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
     from rath_mcp.transports import serve
+
+    if args.issuer:
+        from rath_mcp.auth.oauth import check_issuer
+
+        check_issuer(args.issuer)
 
     if args.transport != "stdio":
         _check_listen(args.host, args.port)
@@ -249,8 +268,17 @@ async def _serve(args: argparse.Namespace) -> int:
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
-        await serve(build_server(rt), args.transport, host=args.host, port=args.port)
+        remote = remote_for(rt, args.auth, issuer=args.issuer, audience=args.audience)
+        if args.transport != "stdio":
+            note(f"HTTP callers authenticate with: --auth {args.auth}")
+        server = build_server(rt, remote=remote)
+        await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate)
     return 0
+
+
+def _auth_problem(args: argparse.Namespace) -> str | None:
+    """Flags that cannot be served together (a usage error), checked before anything opens."""
+    return auth_problem(args.transport, args.host, args.auth, args.issuer, args.audience)
 
 
 def _check_listen(host: str, port: int) -> None:

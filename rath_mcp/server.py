@@ -11,7 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import apps, grants, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
+from rath_mcp import apps, audit, grants, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
+from rath_mcp.auth.remote import Remote, remote_for
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.principal import Principal
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
@@ -34,12 +35,15 @@ def server_version() -> str:
         return "0.0.0+source"
 
 
-def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Principal | None = None) -> MCPServer:
+def build_server(
+    rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Principal | None = None, remote: Remote | None = None
+) -> MCPServer:
     """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
 
     ``heartbeat_s`` is how often a waiting tool sends a progress notification when nothing changes.
     ``local``: the caller where no authentication ran (stdio, ``--auth none``); default every grant,
     in the scope ``rt`` was opened with.
+    ``remote``: the audit trail and metrics shared with the HTTP gate (``serve --auth``); default: local.
     """
     bus = InMemorySubscriptionBus()
     server: MCPServer = MCPServer(
@@ -64,4 +68,6 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Princi
     prompts.register_completions(server, rt)
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))
     logs.install(server)
+    remote = remote or remote_for(rt)
+    audit.install(server, remote.auditor, remote.metrics, remote.default)  # outermost: sees every refusal
     return server

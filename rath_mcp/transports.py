@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Literal
 
@@ -36,15 +36,26 @@ MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
 
+#: Wraps an HTTP app with authentication, health and metrics (``rath_mcp.auth.remote.Remote.gate``),
+#: given the app and its MCP path.
+Gate = Callable[[ASGIApp, str], ASGIApp]
 
-async def serve(server: MCPServer, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+
+def _no_gate(app: ASGIApp, path: str) -> ASGIApp:
+    return app
+
+
+async def serve(
+    server: MCPServer, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765, gate: Gate = _no_gate
+) -> None:
     """Serve until the client hangs up (stdio) or the process is asked to stop (HTTP, SSE)."""
     if transport == "stdio":
         await serve_stdio(server)
     elif transport == "http":
-        await _serve_asgi(streamable_http_app(server, host), host, port, "Streamable HTTP", MCP_PATH)
+        app = gate(streamable_http_app(server, host), MCP_PATH)
+        await _serve_asgi(app, host, port, "Streamable HTTP", MCP_PATH)
     elif transport == "sse":
-        await _serve_asgi(sse_app(server, host), host, port, "SSE", SSE_PATH)
+        await _serve_asgi(gate(sse_app(server, host), SSE_PATH), host, port, "SSE", SSE_PATH)
     else:  # argparse restricts the choice; this guards programmatic callers
         raise ValueError(f"unknown transport {transport!r}; use stdio, http or sse")
 

@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 
 from runtime.backend import StoreBackend
 from runtime.durable.registry import WorkflowRegistry
-from runtime.durable.service import RunService
+from runtime.durable.service import POLL_S, RunService
 from runtime.durable.worker import Worker, run_worker
 from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
@@ -52,6 +52,18 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """
     chosen = home if home is not None else os.environ.get("RATH_HOME") or DEFAULT_HOME
     return Path(chosen).expanduser().resolve()
+
+
+def resolve_poll_s(poll_s: float | None = None) -> float:
+    """``poll_s`` if given, else ``$RATH_POLL_S``, else ``POLL_S``: seconds between fallback polls."""
+    text = os.environ.get("RATH_POLL_S") if poll_s is None else None
+    try:
+        value = float(text) if text else (POLL_S if poll_s is None else float(poll_s))
+    except ValueError:
+        raise InvalidInputError(f"RATH_POLL_S must be a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise InvalidInputError(f"the poll interval must be a positive number of seconds (got {value!r})")
+    return value
 
 
 def store_path(home: Path) -> Path:
@@ -121,6 +133,7 @@ class Runtime:
             self.workflows.register(workflow)
         self.providers = ProviderRegistry(home)
         self.lease_s = 30.0
+        self.poll_s = POLL_S
         #: Durable workers of this process, whatever scope their runs are in (woken on local starts).
         self.workers: list[Worker] = []
         #: Local waiters on runs, by run id (ids are unique across scopes): one table for every scope.
@@ -213,6 +226,7 @@ class Runtime:
         synchronous: str = "FULL",
         workers: int = 4,
         lease_s: float = 30.0,
+        poll_s: float | None = None,
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
         create: bool = True,
@@ -225,6 +239,8 @@ class Runtime:
         ``create=False``: the store must exist already (inspecting never leaves an empty one behind).
         ``workers``: durable runs this process drives at once (0: no worker loop here).
         ``lease_s``: how long a worker's claim on a run lasts without renewal.
+        ``poll_s``: how often waits and workers look at the store for what no notification told them
+        (default ``$RATH_POLL_S``, else 0.25 s); on PostgreSQL, notifications come first.
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
@@ -236,6 +252,7 @@ class Runtime:
             raise InvalidInputError(f"workers must be a whole number of runs, 0 or more (got {workers!r})")
         if not lease_s > 0 or lease_s == float("inf"):
             raise InvalidInputError(f"lease_s must be a positive number of seconds (got {lease_s!r})")
+        poll_s = resolve_poll_s(poll_s)
         root = resolve_home(home)
         url = resolve_store(store, root)  # checked before anything is opened: a plain error
         if not create and url.path is not None and not url.path.is_file():
@@ -257,7 +274,7 @@ class Runtime:
                     opensandbox=opensandbox,
                     sandbox_policy=sandbox_policy,
                 )
-                rt.lease_s = lease_s
+                rt.lease_s, rt.poll_s = lease_s, poll_s  # shared by every scope's RunService
                 tg.start_soon(rt.runs.follow_others)
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from runtime import Runtime
+from tests import pg
 
 
 @pytest.fixture
@@ -28,3 +29,16 @@ async def rt(home: Path) -> AsyncIterator[Runtime]:
     """A runtime opened on a fresh home (default tenant/project)."""
     async with Runtime.open(home) as runtime:
         yield runtime
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """The name of this test session's own PostgreSQL database (tests/pg.py), dropped at the end.
+
+    Asked for only by tests that use PostgreSQL, so a SQLite-only run never needs a server."""
+    pg.require_postgres()
+    name = pg.create_database()
+    try:
+        yield name
+    finally:
+        pg.drop_database(name)

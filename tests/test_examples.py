@@ -87,7 +87,8 @@ def test_durable_run_survives_a_restart_and_resumes_after_approval(home: Path) -
     assert "receipt: {'posted': 'Note: picnic on Saturday'}" in out
     events = out.split("events: ")[1].split(", ")
     assert events[0] == "run.created" and "interrupt.created" in events and "interrupt.decided" in events
-    assert events.count("effect.succeeded") == 1, "the publish effect must happen exactly once"
+    # once each: the publish effect, and the question and decision written into the run's session
+    assert events.count("effect.succeeded") == 2, "the publish effect must happen exactly once"
 
 
 def test_agent_runs_tools_in_its_sandbox_and_cannot_leave_it(home: Path) -> None:
@@ -113,6 +114,16 @@ def test_mcp_client_drives_custom_workflows_over_stdio(home: Path) -> None:
     assert "publish is waiting: Publish 'Note: picnic'?" in out
     assert "publish after approval: succeeded" in out
     assert "recall 'when is the picnic': The picnic is on Saturday in the park." in out
+
+
+def test_a_failed_run_forked_with_a_patch_finishes_without_building_again(home: Path) -> None:
+    out = run_example("fork_run.py", home)
+    failed = re.search(r"run (run_\w+) failed: step 'deploy' failed after 1 attempt\(s\): no target", out)
+    assert failed, out
+    assert re.search(r"checkpoint \d+: next step deploy", out)
+    assert "succeeded: result {'artifact': 'app-1.2.tar', 'deployed_to': 'staging'}" in out
+    assert f"forked_from {{'run_id': '{failed.group(1)}', 'checkpoint_seq'" in out
+    assert f"builds done: 1 (in {failed.group(1)})" in out
 
 
 # my_workflows.py is the --workflows file: mcp_client.py serves it and durable_approval.py imports it.

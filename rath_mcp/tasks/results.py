@@ -12,7 +12,7 @@ from typing import Any
 import pydantic_core
 
 from rath_mcp.tasks.view import TaskOrigin
-from rath_mcp.tools.runs import Delegation, RunSummary, answer_of, hint_for
+from rath_mcp.tools.runs import Delegation, RunSummary
 from runtime import Runtime
 from runtime.durable.models import Run
 
@@ -20,15 +20,7 @@ from runtime.durable.models import Run
 async def structured_result(rt: Runtime, run: Run, origin: TaskOrigin) -> dict[str, Any]:
     """The tool's structured result for this run."""
     if origin.tool == "delegate":
-        delegation = Delegation(
-            answer=await answer_of(rt, run),
-            run_id=run.id,
-            session_id=run.output_session_id or run.session_id,
-            status=run.status,
-            error=run.error,
-            pending_interrupts=[i.public() for i in run.pending_interrupts],
-            hint=hint_for(run),
-        )
+        delegation = await Delegation.of(rt, run)
         return delegation.model_dump(mode="json")
     return RunSummary.of(run).model_dump(mode="json")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-from rath_mcp.tools import memory, runs, sessions
+from rath_mcp.tools import forks, memory, runs, sessions
 from rath_mcp.waiting import RunWaiter
 from runtime import Runtime
 
@@ -13,4 +13,5 @@ def register_all(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     """Add every tool of the contract to ``server``."""
     sessions.register(server, rt)
     runs.register(server, rt, waiter)
+    forks.register(server, rt, waiter)
     memory.register(server, rt)

@@ -18,15 +18,22 @@ from rath_mcp.errors import translate_tool
 from rath_mcp.models import MAX_INDEX, JsonValue, WireModel
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
-from runtime import ConflictError, InvalidInputError, Runtime
+from runtime import InvalidInputError, Runtime
 from runtime.durable.models import TERMINAL, Run
 
 RunId = Annotated[str, Field(description="a run id, run_…")]
 WaitS = Annotated[float, Field(ge=0, description="seconds to wait for the run to settle (capped at 50)")]
 
 
+class ForkedFrom(WireModel):
+    """The checkpoint a forked run started from."""
+
+    run_id: str
+    checkpoint_seq: int
+
+
 class RunSummary(WireModel):
-    """The CONTRACT run summary, plus a hint for what to do next."""
+    """The CONTRACT run summary, plus a hint for what to do next (the one definition of its wire shape)."""
 
     run_id: str
     workflow: str
@@ -34,8 +41,12 @@ class RunSummary(WireModel):
     step: str | None
     session_id: str | None
     output_session_id: str | None
+    result: Annotated[
+        JsonValue, Field(description="what the run produced (the workflow's result); null until it succeeds")
+    ]
     error: str | None
     pending_interrupts: list[dict[str, Any]]
+    forked_from: ForkedFrom | None = Field(description="the checkpoint this run was forked from; null if not a fork")
     created_at: float
     updated_at: float
     hint: str | None = Field(default=None, description="what to do next, in words")
@@ -83,6 +94,9 @@ class Delegation(WireModel):
     """What ``delegate`` hands back: the answer when the run finished, the handle otherwise."""
 
     answer: str | None = Field(description="the final assistant message; null while the run is not finished")
+    result: Annotated[
+        JsonValue, Field(description="what the run produced (the workflow's result); null until it succeeds")
+    ]
     run_id: str
     session_id: str | None = Field(description="the run's output session (its input session until it has one)")
     status: str
@@ -90,45 +104,19 @@ class Delegation(WireModel):
     pending_interrupts: list[dict[str, Any]]
     hint: str | None
 
-
-async def _start(
-    rt: Runtime,
-    workflow: str,
-    *,
-    session_id: str | None = None,
-    message: str | None = None,
-    input: dict[str, Any] | None = None,
-    idempotency_key: str | None = None,
-    deadline_s: float | None = None,
-) -> Run:
-    """Start a run from ``session_id`` and/or ``message``: checked first, so a refused start writes nothing.
-
-    A key already used returns its run without making another input session from ``message``.
-    """
-    if idempotency_key is not None and message is not None:
-        existing = await rt.runs.by_idempotency_key(idempotency_key)
-        if existing is not None and existing.workflow != workflow:
-            raise ConflictError(
-                f"idempotency key {idempotency_key!r} was used for run {existing.id} of workflow {existing.workflow}; "
-                "use a new key for a new request"
-            )
-        if existing is not None:
-            return existing
-    await rt.runs.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
-    source = await _input_session(rt, session_id, message)
-    return await rt.runs.start(
-        workflow, session_id=source, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
-    )
-
-
-async def _input_session(rt: Runtime, session_id: str | None, message: str | None) -> str | None:
-    """The session a run starts from: the given one (plus ``message``), or a new one holding ``message``."""
-    if message is None:
-        return session_id
-    chunk = {"kind": "user", "content": message}
-    if session_id is None:
-        return (await rt.sessions.create([chunk])).id
-    return (await rt.sessions.append(session_id, [chunk])).id
+    @classmethod
+    async def of(cls, rt: Runtime, run: Run) -> Delegation:
+        """What ``delegate`` (and a delegate task) hands back for this run: the one place it is made."""
+        return cls(
+            answer=await answer_of(rt, run),
+            result=run.result,
+            run_id=run.id,
+            session_id=run.output_session_id or run.session_id,
+            status=run.status,
+            error=run.error,
+            pending_interrupts=[i.public() for i in run.pending_interrupts],
+            hint=hint_for(run),
+        )
 
 
 async def answer_of(rt: Runtime, run: Run) -> str | None:
@@ -162,15 +150,16 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
             str | None, Field(description="a user message: starts a new session, or is appended")
         ] = None,
         input: dict[str, Any] | None = None,
-        idempotency_key: Annotated[str | None, Field(description="the same key returns the same run")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="the same request repeated with this key returns the same run")
+        ] = None,
         deadline_s: Annotated[float | None, Field(gt=0)] = None,
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:
         """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
         run_id = waiter.resumed_run_id(ctx)
         if run_id is None:
-            started = await _start(
-                rt,
+            started = await rt.runs.submit(
                 workflow,
                 session_id=session_id,
                 message=message,
@@ -179,7 +168,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
                 deadline_s=deadline_s,
             )
             run_id = started.id
-        return _summary(await waiter.wait(ctx, run_id, cap(wait_s)))
+        return summary_of(await waiter.wait(ctx, run_id, cap(wait_s)))
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
@@ -193,7 +182,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         run_id: RunId, ctx: Context, timeout_s: Annotated[float, Field(ge=0)] = 25
     ) -> RunSummary | InputRequiredResult:
         """Wait (at most timeout_s, capped at 50) until the run is finished, waiting on a human, or still going."""
-        return _summary(await waiter.wait(ctx, run_id, cap(timeout_s)))
+        return summary_of(await waiter.wait(ctx, run_id, cap(timeout_s)))
 
     @server.tool(annotations=WRITES)
     @translate_tool
@@ -266,27 +255,24 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def delegate(
-        task: str, ctx: Context, workflow: str = "agent", wait_s: WaitS = 25
+        task: str,
+        ctx: Context,
+        workflow: str = "agent",
+        wait_s: WaitS = 25,
+        idempotency_key: Annotated[str | None, Field(description="the same task and key return the same run")] = None,
     ) -> Delegation | InputRequiredResult:
         """Hand a task to a workflow in one call: returns the final answer, or a run handle if it takes longer."""
         run_id = waiter.resumed_run_id(ctx)
         if run_id is None:
             if not task.strip():
                 raise InvalidInputError("task is empty: say what should be done")
-            run_id = (await _start(rt, workflow, message=task)).id
+            run_id = (await rt.runs.submit(workflow, message=task, idempotency_key=idempotency_key)).id
         outcome = await waiter.wait(ctx, run_id, cap(wait_s))
         if isinstance(outcome, InputRequiredResult):
             return outcome
-        return Delegation(
-            answer=await answer_of(rt, outcome),
-            run_id=outcome.id,
-            session_id=outcome.output_session_id or outcome.session_id,
-            status=outcome.status,
-            error=outcome.error,
-            pending_interrupts=[i.public() for i in outcome.pending_interrupts],
-            hint=hint_for(outcome),
-        )
+        return await Delegation.of(rt, outcome)
 
 
-def _summary(outcome: Run | InputRequiredResult) -> RunSummary | InputRequiredResult:
+def summary_of(outcome: Run | InputRequiredResult) -> RunSummary | InputRequiredResult:
+    """A waited-on run as its summary (or the question the client is asked first)."""
     return outcome if isinstance(outcome, InputRequiredResult) else RunSummary.of(outcome)

@@ -21,6 +21,7 @@ import anyio.to_thread
 
 from runtime.durable.models import Effect, Interrupt
 from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, dumps
+from runtime.durable.transcript import decision_chunks
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
 from runtime.flow.workflow import Decision, EffectClass, InterruptKind, StepContext
 from runtime.ids import new_id, now
@@ -63,6 +64,7 @@ class LiveContext(StepContext):
         input: dict[str, Any],
         state_json: str,
         idempotency_key: str | None,
+        output_session_id: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.run_id = run_id
@@ -74,7 +76,8 @@ class LiveContext(StepContext):
         self.input = input
         self.idempotency_key = idempotency_key
         self.state_json = state_json
-        self.output_session_id: str | None = None
+        self.output_session_id: str | None = output_session_id
+        self.output_session_set = False
         self.in_flight: set[str] = set()
         self._effects: dict[str, Effect] | None = None
         self._interrupts: dict[int, Interrupt] | None = None
@@ -181,6 +184,7 @@ class LiveContext(StepContext):
         known = self._interrupts.get(ordinal)
         if known is not None:
             if known.status == "decided" and known.decision is not None:
+                await self._note_decision(known, known.decision)
                 return known.decision
             if known.status == "expired":
                 raise RunFailure(f"interrupt {known.id} expired undecided", run_id=self.run_id, step=self.step)
@@ -191,9 +195,22 @@ class LiveContext(StepContext):
         await self._write(self.runtime.runs.store.park(self.run_id, self.token, new, self.state_json))
         raise InterruptRaised(interrupt_id)
 
+    async def _note_decision(self, interrupt: Interrupt, decision: Decision) -> None:
+        """Write the question and its decision into the run's session, once (see ``runtime.durable.transcript``)."""
+        sessions, base = self.runtime.sessions, self.output_session_id or self.session_id
+        chunks, meta = decision_chunks(interrupt, decision), {"run_id": self.run_id, "interrupt_id": interrupt.id}
+
+        async def write() -> str:
+            if base is None:
+                return (await sessions.create(chunks, metadata=meta)).id
+            return (await sessions.append(base, chunks, op="run", metadata=meta)).id
+
+        self.set_output_session(await self.effect(f"decision:{interrupt.id}", write, EffectClass.IDEMPOTENT))
+
     # -- the rest ----------------------------------------------------------------------------
     def set_output_session(self, session_id: str) -> None:
         self.output_session_id = session_id
+        self.output_session_set = True
 
     async def progress(self, message: str) -> None:
         events: list[EventSpec] = [("step.progress", {"step": self.step, "message": str(message)})]

@@ -28,11 +28,13 @@ def check_schema(value: Any, schema: dict[str, Any] | None, what: str) -> None:
 
 
 def checkpoint_dict(row: Row) -> dict[str, Any]:
-    """A checkpoint as ``RunService.checkpoints`` returns it, from its stored record."""
+    """A checkpoint as ``RunService.checkpoints`` returns it, from its stored record. ``session_id``: the
+    run's session at that point (its output session so far, else its input session)."""
     return {
         "seq": row["seq"],
         "state": loads(row["state"]),
         "next_step": row["next_step"],
         "pending": loads(row["pending"]),
+        "session_id": row["session_id"],
         "created_at": row["created_at"],
     }

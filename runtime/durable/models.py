@@ -148,6 +148,7 @@ class Run(_Record):
     attempt: int
     error: str | None
     idempotency_key: str | None
+    request_hash: str = ""
     deadline: float | None
     next_at: float
     lease_owner: str | None
@@ -157,10 +158,19 @@ class Run(_Record):
     created_at: float
     updated_at: float
     pending_interrupts: tuple[Interrupt, ...] = ()
+    result: Any = None
+    forked_from: str | None = None
+    forked_from_seq: int | None = None
 
     @property
     def run_id(self) -> str:
         return self.id
+
+    def origin(self) -> dict[str, Any] | None:
+        """``{run_id, checkpoint_seq}`` of the checkpoint this run was forked from (None: not a fork)."""
+        if self.forked_from is None:
+            return None
+        return {"run_id": self.forked_from, "checkpoint_seq": self.forked_from_seq}
 
     @property
     def terminal(self) -> bool:
@@ -184,6 +194,7 @@ class Run(_Record):
             attempt=row["attempt"],
             error=row["error"],
             idempotency_key=row["idempotency_key"],
+            request_hash=row["request_hash"],
             deadline=row["deadline"],
             next_at=row["next_at"],
             lease_owner=row["lease_owner"],
@@ -193,6 +204,9 @@ class Run(_Record):
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             pending_interrupts=pending,
+            result=loads(row["result"]),
+            forked_from=row["forked_from"],
+            forked_from_seq=row["forked_from_seq"],
         )
 
     def summary(self) -> dict[str, Any]:
@@ -204,8 +218,10 @@ class Run(_Record):
             "step": self.step,
             "session_id": self.session_id,
             "output_session_id": self.output_session_id,
+            "result": self.result,
             "error": self.error,
             "pending_interrupts": [i.public() for i in self.pending_interrupts],
+            "forked_from": self.origin(),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

@@ -8,6 +8,7 @@ interrupt, or fails and waits for a retry (a retry's backoff never holds a claim
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ class Outcome:
     next_step: str | None = None
     error: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    result_json: str = "null"
 
 
 def _check_state(step: StepPlan, value: Any) -> str:
@@ -83,6 +85,7 @@ class Runner:
         self.input: dict[str, Any] = json.loads(claim.input_json)
         self.deadline: float | None = claim.deadline
         self.plan_hash: str = claim.plan_hash
+        self.output_session_id: str | None = claim.output_session_id
 
     async def _commit(
         self,
@@ -170,6 +173,7 @@ class Runner:
             input=self.input,
             state_json=self.state_json,
             idempotency_key=key,
+            output_session_id=self.output_session_id,
         )
 
     async def _execute(self, spec: StepPlan, ctx: LiveContext) -> Outcome:
@@ -222,7 +226,20 @@ class Runner:
                 )
             return Outcome("ok", state_json=self.state_json, next_step=value)
         nxt = spec.successors[0] if spec.successors else None
-        return Outcome("ok", state_json=_check_state(spec, value), next_step=nxt)
+        state_json = _check_state(spec, value)
+        if nxt is None:
+            return Outcome("ok", state_json=state_json, result_json=await self._result(state_json))
+        return Outcome("ok", state_json=state_json, next_step=nxt)
+
+    async def _result(self, state_json: str) -> str:
+        """The workflow's ``result(state)`` of the final state, as JSON (a failure fails the last step)."""
+        value = self.plan.workflow.result(json.loads(state_json))
+        if inspect.isawaitable(value):
+            value = await value
+        try:
+            return dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"result() of {self.plan.name} is not JSON-serialisable: {exc}") from None
 
     async def _forward(self, ctx: LiveContext, state: Any) -> Outcome:
         sessions = self.rt.sessions
@@ -237,7 +254,8 @@ class Runner:
         if not isinstance(result, SessionInfo):
             raise InvalidInputError(f"forward() of {self.plan.name} returned {type(result).__name__}; return a Session")
         ctx.set_output_session(result.id)
-        return Outcome("ok", state_json=dumps({**state, "output_session_id": result.id}), next_step=None)
+        state_json = dumps({**state, "output_session_id": result.id})
+        return Outcome("ok", state_json=state_json, next_step=None, result_json=await self._result(state_json))
 
     async def _advance(self, spec: StepPlan, ctx: LiveContext, out: Outcome) -> bool:
         """Commit a completed step; True when the run goes on to another step in this claim."""
@@ -250,17 +268,26 @@ class Runner:
             events.append(("checkpoint.created", {"step": spec.name, "next_step": out.next_step}))
             checkpoint = (out.state_json, out.next_step, [])
         if out.next_step is None:
-            sets.update(RELEASE, status="succeeded", error=None)
+            sets.update(RELEASE, status="succeeded", error=None, result=out.result_json)
+            sets["output_session_id"] = ctx.output_session_id or await self._plain_output_session()
             events.append(("run.state.changed", {"status": "succeeded"}))
         else:
             sets.update(step=out.next_step, visit=self.visit + 1, attempt=1, lost_leases=0)
             events.append(("step.started", {"step": out.next_step, "visit": self.visit + 1, "attempt": 1}))
         await self._commit(sets, events, checkpoint=checkpoint)
         self.state_json, self.attempt = out.state_json, 1
+        self.output_session_id = sets.get("output_session_id", self.output_session_id)
         if out.next_step is None:
             return False
         self.step, self.visit = out.next_step, self.visit + 1
         return True
+
+    async def _plain_output_session(self) -> str:
+        """The output session of a run whose steps made none: its input session, else a new empty one
+        (every succeeded run has an output session)."""
+        if self.session_id is not None:
+            return self.session_id
+        return (await self.rt.sessions.create([], metadata={"run_id": self.run_id})).id
 
     async def _fail(self, spec: StepPlan, ctx: LiveContext, error: str) -> None:
         failed = {"step": spec.name, "visit": self.visit, "attempt": self.attempt, "error": error}

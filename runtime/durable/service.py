@@ -2,13 +2,14 @@
 
 Everything here is a short transaction on the store, so any process sharing the store sees the
 same runs. Changes made in this process wake local waiters at once; changes made by another
-process are noticed by polling (``POLL_S``).
+process reach them as the store reports them (``RunStore.watch``: PostgreSQL's LISTEN/NOTIFY),
+else by polling every ``poll_s`` (``POLL_S`` unless the runtime is told otherwise, e.g. by
+``$RATH_POLL_S``), which stays as the fallback on every store.
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from runtime.durable import decisions
+from runtime.durable.forks import fork_run
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
-from runtime.durable.store import NewRun, RunStore, dumps
+from runtime.durable.store import NewRun, RunStore, dumps, idempotency_conflict, request_fingerprint
 from runtime.errors import InvalidInputError
 from runtime.flow.workflow import Decision
 from runtime.ids import check_id_search, now
@@ -29,19 +31,16 @@ if TYPE_CHECKING:
     from runtime.runtime import Runtime
 
 POLL_S = 0.25
+WATCH_QUIET_S = 5.0  # a store's watch says "look again" after this long without a notification (or poll_s)
 CANCEL_GRACE_S = 5.0
 STATUSES: tuple[str, ...] = get_args(RunStatus)
-
-
-def _request_hash(workflow: str, session_id: str | None, input: dict[str, Any], deadline_s: float | None) -> str:
-    return hashlib.sha256(dumps([workflow, session_id, input, deadline_s]).encode()).hexdigest()
 
 
 class RunService:
     """Durable runs of one tenant/project, reached as ``runtime.runs`` (in that scope).
 
-    The signals (local waiters, this process's workers, the lease length) belong to the runtime and
-    are shared by the services of every scope: a worker drives runs of all of them.
+    The signals (local waiters, this process's workers, the lease length, the poll interval) belong to
+    the runtime and are shared by the services of every scope: a worker drives runs of all of them.
     """
 
     def __init__(self, rt: Runtime, store: RunStore) -> None:
@@ -52,6 +51,10 @@ class RunService:
     @property
     def lease_s(self) -> float:
         return self.rt.lease_s
+
+    @property
+    def poll_s(self) -> float:
+        return self.rt.poll_s
 
     @property
     def workers(self) -> builtins.list[Worker]:
@@ -72,12 +75,18 @@ class RunService:
     async def follow_others(self) -> None:
         """Wake local waiters and workers on changes other processes commit, as far as the store can tell
         them (``RunStore.watch``); with a store that cannot, polling does it."""
+        quiet_s = max(WATCH_QUIET_S, self.poll_s)
+        watch = partial(self.store.watch, self._changed_elsewhere, cancelled=self._cancelled_elsewhere, quiet_s=quiet_s)
         async with anyio.create_task_group() as tg:
-            await tg.start(partial(self.store.watch, self._changed_elsewhere))
+            await tg.start(watch)
 
     def _changed_elsewhere(self, run_ids: Sequence[str]) -> None:
         self.notify(*(run_ids or list(self._waiters)))
         self._wake_workers()
+
+    def _cancelled_elsewhere(self, run_ids: Sequence[str]) -> None:
+        for worker in self.workers:
+            worker.cancel_asked(run_ids)
 
     async def _read(self, run_id: str) -> tuple[anyio.Event, Run]:
         """The run, and the event the next local change to it sets (taken *before* reading, so no change is missed)."""
@@ -128,26 +137,74 @@ class RunService:
         idempotency_key: str | None = None,
         deadline_s: float | None = None,
     ) -> Run:
-        """Queue a run of ``workflow``. The same ``idempotency_key`` returns the same run."""
+        """Queue a run of ``workflow``. The same request with the same ``idempotency_key`` returns the same run."""
+        return await self.submit(
+            workflow, session_id=session_id, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
+        )
+
+    async def submit(
+        self,
+        workflow: str,
+        *,
+        session_id: str | None = None,
+        message: str | None = None,
+        input: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        deadline_s: float | None = None,
+    ) -> Run:
+        """Queue a run from ``session_id`` and/or ``message`` (a new session holding it, or appended to the
+        given one). Checked first, so a refused start writes nothing.
+
+        With an ``idempotency_key``, the request (workflow, message, session id, input, deadline) is
+        fingerprinted and stored with the key: the same request again, from any process, even racing,
+        returns the same run (and makes no second session); a different one is a ``ConflictError``
+        naming what differs."""
         await self.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
-        plan = self.rt.workflows.get(workflow)
         payload = dict(input or {})
-        state_json = dumps(payload)
+        fingerprint = request_fingerprint(
+            workflow=workflow, message=message, session_id=session_id, input=payload, deadline_s=deadline_s
+        )
+        if idempotency_key is not None:
+            existing = await self.by_idempotency_key(idempotency_key)
+            if existing is not None:
+                if existing.request_hash != fingerprint:
+                    raise idempotency_conflict(idempotency_key, existing.id, existing.request_hash, fingerprint)
+                return existing
+        source = await self._input_session(session_id, message)
+        plan = self.rt.workflows.get(workflow)
         new = NewRun(
             workflow=workflow,
             plan_hash=plan.plan_hash,
             step=plan.entry,
-            input_json=state_json,
-            session_id=session_id,
+            input_json=dumps(payload),
+            session_id=source,
             idempotency_key=idempotency_key,
-            request_hash=_request_hash(workflow, session_id, payload, deadline_s),
+            request_hash=fingerprint,
             deadline=now() + deadline_s if deadline_s is not None else None,
             concurrency_key=plan.run_key(payload),
         )
-        created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
+        created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": source}
         run_id = await self.store.create(new, [("run.created", created)])
         self._wake_workers()
         return await self.get(run_id)
+
+    async def _input_session(self, session_id: str | None, message: str | None) -> str | None:
+        """The session a run starts from: the given one (plus ``message``), or a new one holding ``message``."""
+        if message is None:
+            return session_id
+        chunk = {"kind": "user", "content": message}
+        if session_id is None:
+            return (await self.rt.sessions.create([chunk])).id
+        return (await self.rt.sessions.append(session_id, [chunk])).id
+
+    async def fork(
+        self, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
+    ) -> Run:
+        """A new run from a checkpoint of ``run_id`` (default: its latest), its state merged with
+        ``state_patch`` (a JSON merge patch); see ``runtime.durable.forks``."""
+        run = await fork_run(self, run_id, checkpoint_seq, state_patch)
+        self._wake_workers()
+        return run
 
     # -- reading -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> Run:
@@ -158,14 +215,14 @@ class RunService:
         return await self._until(run_id, lambda run: run.status in SETTLED, timeout_s)
 
     async def _until(self, run_id: str, done: Callable[[Run], bool], timeout_s: float) -> Run:
-        """Re-read the run on every local change (and every ``POLL_S``) until ``done(run)`` or ``timeout_s``."""
+        """Re-read the run on every change heard of (and every ``poll_s``) until ``done(run)`` or ``timeout_s``."""
         deadline = anyio.current_time() + max(0.0, timeout_s)
         while True:
             signal, run = await self._read(run_id)
             left = deadline - anyio.current_time()
             if done(run) or left <= 0:
                 return run
-            await self._changed(signal, min(POLL_S, left))
+            await self._changed(signal, min(self.poll_s, left))
 
     def watch(self, run_id: str) -> RunWatch:
         """``async with rt.runs.watch(id) as changes: async for run in changes: ...`` (or iterate directly).
@@ -198,7 +255,8 @@ class RunService:
         return await self.store.events(run_id, after_seq, limit)
 
     async def checkpoints(self, run_id: str) -> builtins.list[dict[str, Any]]:
-        """Every checkpoint of a run, oldest first: ``{seq, state, next_step, pending, created_at}``."""
+        """Every checkpoint of a run, oldest first: ``{seq, state, next_step, pending, session_id, created_at}``
+        (``session_id``: the run's session at that point, what a fork from it starts from)."""
         return await self.store.checkpoints(run_id)
 
     async def interrupts(self, run_id: str | None = None) -> builtins.list[Interrupt]:
@@ -218,7 +276,8 @@ class RunService:
     # -- steering ----------------------------------------------------------------------------
     async def cancel(self, run_id: str, reason: str | None = None) -> Run:
         """Cancel a run. A running step is stopped (preemptively for sync steps); returns once it stopped
-        or after a short grace (a worker in another process notices at its next lease renewal)."""
+        or after a short grace (a worker in another process hears of it through the store's watch, else
+        at its next cancel poll)."""
         await self.store.cancel(run_id, reason)
         for worker in self.workers:
             worker.cancel_local(run_id, reason)
@@ -292,7 +351,7 @@ class RunWatch:
                 self._last = key
                 self._done = run.status in TERMINAL
                 return run
-            await self.service._changed(signal, POLL_S)
+            await self.service._changed(signal, self.service.poll_s)
         raise StopAsyncIteration
 
 

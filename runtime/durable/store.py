@@ -29,6 +29,7 @@ are ``(type, data)`` pairs; the store numbers them (``seq``) in order after the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ RunChange = Mapping[str, Any]
 #: The fields of a run a change may set (anything else is a programming error the store refuses).
 RUN_FIELDS: frozenset[str] = frozenset(
     {
-        "status", "state", "step", "visit", "attempt", "error", "next_at", "plan_hash", "output_session_id",
+        "status", "state", "step", "visit", "attempt", "error", "next_at", "plan_hash", "output_session_id", "result",
         "lease_owner", "lease_expires", "lost_leases", "cancel_requested", "cancel_reason",
     }
 )  # fmt: skip
@@ -71,7 +72,10 @@ def dumps(value: Any) -> str:
 
 @dataclass(frozen=True)
 class NewRun:
-    """A run to queue. With an ``idempotency_key``, ``create`` returns the run already made under it."""
+    """A run to queue. With an ``idempotency_key``, ``create`` returns the run already made under it.
+
+    ``state_json``: the state it starts with (default: its input). ``forked_from``: ``(run_id,
+    checkpoint_seq)`` of the checkpoint a fork starts from."""
 
     workflow: str
     plan_hash: str
@@ -81,7 +85,27 @@ class NewRun:
     idempotency_key: str | None = None
     request_hash: str = ""
     deadline: float | None = None
+    state_json: str | None = None
+    forked_from: tuple[str, int] | None = None
     concurrency_key: str | None = None
+
+    def columns(self) -> dict[str, Any]:
+        """The run row's own columns (every backend inserts exactly these)."""
+        origin = self.forked_from
+        return {
+            "workflow": self.workflow,
+            "plan_hash": self.plan_hash,
+            "session_id": self.session_id,
+            "input": self.input_json,
+            "state": self.input_json if self.state_json is None else self.state_json,
+            "step": self.step,
+            "idempotency_key": self.idempotency_key,
+            "request_hash": self.request_hash,
+            "deadline": self.deadline,
+            "forked_from": origin[0] if origin else None,
+            "forked_from_seq": origin[1] if origin else None,
+            "concurrency_key": self.concurrency_key,
+        }
 
 
 @dataclass(frozen=True)
@@ -110,9 +134,31 @@ class Claim:
     input_json: str
     deadline: float | None
     lease_expires: float
+    output_session_id: str | None = None
     #: the run's scope: its worker drives it there (its sessions, effects, memory, workspace)
     tenant: str = "local"
     project: str = "default"
+
+    @classmethod
+    def from_row(cls, row: Any) -> Claim:
+        """From a claimed ``runs`` row (a mapping by column name, as every backend's rows are)."""
+        return cls(
+            id=row["id"],
+            workflow=row["workflow"],
+            plan_hash=row["plan_hash"],
+            token=row["lease_token"],
+            state_json=row["state"],
+            step=row["step"],
+            visit=row["visit"],
+            attempt=row["attempt"],
+            session_id=row["session_id"],
+            input_json=row["input"],
+            deadline=row["deadline"],
+            lease_expires=row["lease_expires"],
+            output_session_id=row["output_session_id"],
+            tenant=row["tenant"],
+            project=row["project"],
+        )
 
 
 @dataclass(frozen=True)
@@ -207,11 +253,20 @@ class RunStore(Protocol):
         ...
 
     # -- other processes --------------------------------------------------------------------
-    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+    async def watch(
+        self,
+        changed: Callable[[Sequence[str]], None],
+        *,
+        task_status: TaskStatus[bool],
+        cancelled: Callable[[Sequence[str]], None] | None = None,
+        quiet_s: float = 5.0,
+    ) -> None:
         """Report runs other processes change: ``changed(run_ids)`` soon after each commit (an empty
-        sequence: anything may have changed, as after a reconnect), until cancelled. Started with
-        ``task_group.start``: ``True`` once listening; ``False`` (and return) from a backend that
-        cannot tell, whose changes the runtime notices by polling instead."""
+        sequence: anything may have changed, as after a reconnect or ``quiet_s`` of silence), until
+        cancelled; ``cancelled(run_ids)`` when a cancel of a running run is asked (``[]``: maybe
+        missed, look at every run held). Started with ``task_group.start``: ``True`` once
+        listening; ``False`` (and return) from a backend that cannot tell, whose changes the
+        runtime notices by polling instead."""
         ...
 
     # -- workers ----------------------------------------------------------------------------
@@ -374,10 +429,29 @@ def no_run(run_id: str, tenant: str, project: str) -> NotFoundError:
     return NotFoundError(f"no run {run_id} in {tenant}/{project}; list runs with run_list")
 
 
-def idempotency_conflict(key: str, run_id: str) -> ConflictError:
+def request_fingerprint(**parts: Any) -> str:
+    """What identifies a request under an idempotency key: a digest of each part, by name (stored with the
+    key), so that a repeated request is recognised and a different one is told which part differs."""
+    return dumps({name: hashlib.sha256(dumps(value).encode()).hexdigest()[:16] for name, value in parts.items()})
+
+
+def _differing(old: str, new: str) -> list[str]:
+    try:
+        before, after = json.loads(old), json.loads(new)
+    except ValueError:
+        return []
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return []
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+def idempotency_conflict(key: str, run_id: str, old: str = "", new: str = "") -> ConflictError:
+    """The error for a *different* request under a used key, naming what differs."""
+    parts = _differing(old, new)
+    what = ", ".join(parts) if parts else "workflow, message, session, input or deadline"
     return ConflictError(
-        f"idempotency key {key!r} was used for run {run_id} with a different "
-        "workflow, session, input or deadline; use a new key for a new request"
+        f"idempotency key {key!r} was used for run {run_id} by a request with a different {what}; "
+        "repeat the same request to get that run, or use a new key for a new request"
     )
 
 

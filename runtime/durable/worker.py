@@ -3,8 +3,9 @@
 One ``Worker`` serves up to ``slots`` runs at once. Three loops share its task group: *claim*
 (takes ready runs in one transaction, each with a higher fencing token), *renew* (extends every
 held lease in one transaction every ``lease_s / 3``, and learns about cancels requested from
-other processes), and *reap* (requeues runs whose worker vanished, expires interrupts and
-deadlines). Any number of workers, in any number of processes, may share one store.
+other processes: at once when the store's watch tells of one, else every ``poll_s``), and
+*reap* (requeues runs whose worker vanished, expires interrupts and deadlines). Any number of
+workers, in any number of processes, may share one store.
 
 A worker serves every tenant/project of its store: it claims, takes over and reaps through the
 store's ``RunQueue`` (across scopes), and drives each run inside the run's own scope (``rt.scope``),
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -40,32 +41,39 @@ if TYPE_CHECKING:
     from runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
-CANCEL_POLL_S = 0.25
 RESTART_S = 1.0
 
 
 class Worker:
     """Claims and runs durable runs of the runtime's known workflows, in every tenant/project of its store."""
 
-    def __init__(self, rt: Runtime, *, slots: int = 4, lease_s: float | None = None, poll_s: float = 0.2) -> None:
+    def __init__(
+        self, rt: Runtime, *, slots: int = 4, lease_s: float | None = None, poll_s: float | None = None
+    ) -> None:
         if slots < 1:
             raise ValueError("a worker needs at least one slot")
         self.rt = rt
         self.slots = slots
         self.lease_s = lease_s if lease_s is not None else rt.runs.lease_s
-        self.poll_s = poll_s
+        self.poll_s = poll_s if poll_s is not None else rt.runs.poll_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         self.queue = rt.store.queue()
         self.holder = this_process()  # None where /proc cannot say: then only leases recover our runs
         self.leases: dict[str, Lease] = {}
         self._wake = anyio.Event()
         self._slot_free = anyio.Event()
+        self._cancel_asked = anyio.Event()
         self._stopping = False
         self._claiming: anyio.CancelScope | None = None
 
     def wake(self) -> None:
         """Look for ready runs now (a run was queued in this process)."""
         self._wake.set()
+
+    def cancel_asked(self, run_ids: Sequence[str]) -> None:
+        """Another process asked to cancel these runs (``[]``: maybe some): look now if we hold one."""
+        if self.leases and (not run_ids or any(run_id in self.leases for run_id in run_ids)):
+            self._cancel_asked.set()
 
     def cancel_local(self, run_id: str, reason: str | None) -> None:
         lease = self.leases.get(run_id)
@@ -184,10 +192,13 @@ class Worker:
 
     # -- leases ------------------------------------------------------------------------------
     async def _renew_loop(self) -> None:
-        """Renew every ``lease_s / 3``; in between, look for cancels asked by other processes (a cheap read)."""
+        """Renew every ``lease_s / 3``; in between, look for cancels asked by other processes (a cheap read)
+        when told of one, and every ``poll_s`` in case a notification was lost."""
         renew_at = anyio.current_time() + self.lease_s / 3
         while True:
-            await anyio.sleep(max(0.0, min(CANCEL_POLL_S, renew_at - anyio.current_time())))
+            with anyio.move_on_after(max(0.0, min(self.poll_s, renew_at - anyio.current_time()))):
+                await self._cancel_asked.wait()
+            self._cancel_asked = anyio.Event()
             held = [(lease.run_id, lease.token) for lease in self.leases.values()]
             if anyio.current_time() < renew_at:
                 if held:

@@ -212,7 +212,8 @@ class Workflow:
 
     Class attributes: ``name`` (default: snake_case of the class name), ``input_schema`` (JSON
     schema of a run's ``input``, optional). Define steps with ``@step``/``@router``, or one
-    ``async def forward(self, session, ctx) -> Session | SessionInfo``.
+    ``async def forward(self, session, ctx) -> Session | SessionInfo``; ``result(state)`` says what a
+    finished run produced.
 
     One instance serves every run of the workflow (concurrently): keep per-run data in the
     state dict, never on ``self``. A step receives a fresh copy of the committed state and
@@ -237,6 +238,12 @@ class Workflow:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
             cls.name = _snake(cls.__name__)
+
+    def result(self, state: dict[str, Any]) -> Any:
+        """What a run produced, shown as ``result`` in its summary: called once, with the final state,
+        when the run succeeds (it may be ``async``). Return JSON. The default is the final state itself;
+        override it to hand back what a person needs (an answer, an outcome and who decided it)."""
+        return state
 
     @classmethod
     def description(cls) -> str:
@@ -271,6 +278,9 @@ class StepContext(ABC):
     session_id: str | None
     input: dict[str, Any]
     idempotency_key: str | None
+    output_session_id: str | None
+    """The run's output session so far (set by this step or an earlier one), else None. The questions a
+    human answered are recorded in it: a step that writes the run's output goes on from it."""
 
     @overload
     async def effect(

@@ -7,6 +7,7 @@ them) or ``resources`` (documents); ``path`` is one or more ``/``-separated segm
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -42,6 +43,22 @@ class MemoryItem(_Frozen):
     updated_at: float
     tenant: str
     project: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> MemoryItem:
+        """From a ``memory_items`` row (a mapping by column name; ``tags`` stored as a JSON list)."""
+        return cls(
+            id=row["id"],
+            uri=row["uri"],
+            scope=row["scope"],
+            content=row["content"],
+            tags=tuple(json.loads(row["tags"])),
+            source=row["source"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            tenant=row["tenant"],
+            project=row["project"],
+        )
 
     def public(self) -> dict[str, Any]:
         """The item as plain JSON."""

@@ -122,6 +122,9 @@ class AgentWorkflow(Workflow):
         ctx.set_output_session(outcome["output_session_id"])
         return {**state, **outcome}
 
+    def result(self, state: dict[str, Any]) -> dict[str, Any]:
+        return {key: state.get(key) for key in ("answer", "truncated", "stop")}
+
     async def _run(self, ctx: StepContext) -> dict[str, Any]:
         inp = ctx.input
         provider = provider_for(ctx)

@@ -23,7 +23,9 @@ INPUT_SCHEMA: dict[str, Any] = {
 class Approval(Workflow):
     """Draft a text (input.draft or input.message, else the session's last message), ask a human to
     approve it (approve / edit / reject / respond with feedback for a revision), then finish with
-    state.outcome = approved or rejected. On approval the draft is appended to the input session."""
+    state.outcome = approved or rejected. The run's session records each question and decision; on
+    approval the final draft follows them. Its result: outcome (approved, edited or rejected), the
+    final draft, and who decided and why."""
 
     name = "approval"
     input_schema = INPUT_SCHEMA
@@ -62,22 +64,33 @@ class Approval(Workflow):
 
     @step(effects=EffectClass.IDEMPOTENT)
     async def publish(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        if ctx.session_id is not None:
-            chunk = {"kind": "assistant", "content": state["draft"]}
-            session_id = await ctx.effect(
-                "publish",
-                lambda: _append(ctx, chunk),
-                EffectClass.IDEMPOTENT,
-            )
-            ctx.set_output_session(session_id)
+        chunk = {"kind": "assistant", "content": state["draft"]}
+        session_id = await ctx.effect("publish", lambda: _append(ctx, chunk), EffectClass.IDEMPOTENT)
+        ctx.set_output_session(session_id)
         return {**state, "outcome": "approved"}
 
     @step(effects=EffectClass.NONE)
     async def reject(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         return {**state, "outcome": "rejected", "reason": state["decision"].get("reason")}
 
+    def result(self, state: dict[str, Any]) -> dict[str, Any]:
+        decision = state.get("decision") or {}
+        outcome = state.get("outcome")
+        if outcome == "approved" and decision.get("action") == "edit":
+            outcome = "edited"
+        return {
+            "outcome": outcome,
+            "draft": state.get("draft"),
+            "decided_by": decision.get("actor"),
+            "reason": decision.get("reason"),
+            "revision": state.get("revision"),
+        }
+
 
 async def _append(ctx: StepContext, chunk: dict[str, Any]) -> str:
-    assert ctx.session_id is not None
-    info = await ctx.runtime.sessions.append(ctx.session_id, [chunk], op="run", metadata={"run_id": ctx.run_id})
-    return info.id
+    """The draft after the run's session so far (its questions and decisions), else a new session."""
+    sessions, meta = ctx.runtime.sessions, {"run_id": ctx.run_id}
+    base = ctx.output_session_id or ctx.session_id
+    if base is None:
+        return (await sessions.create([chunk], metadata=meta)).id
+    return (await sessions.append(base, [chunk], op="run", metadata=meta)).id

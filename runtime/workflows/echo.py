@@ -38,6 +38,9 @@ class Echo(Workflow):
         ctx.set_output_session(session_id)
         return {**state, "reply": text}
 
+    def result(self, state: dict[str, Any]) -> dict[str, Any]:
+        return {"echoed": state.get("reply")}
+
     async def _reply(self, ctx: StepContext, text: str) -> str:
         sessions = ctx.runtime.sessions
         reply = {"kind": "assistant", "content": text}

@@ -102,6 +102,11 @@ class Team(Workflow):
         answers = [t["answer"] for t in state["turns"] if t.get("answer")]
         return {**state, "answer": answers[-1] if answers else "", "output_session_id": state["session_id"]}
 
+    def result(self, state: dict[str, Any]) -> dict[str, Any]:
+        turns = state.get("turns", [])
+        members = list(dict.fromkeys(t["member"] for t in turns))
+        return {"answer": state.get("answer"), "members": members, "turns": len(turns), "why": state.get("why")}
+
     async def _member(self, member: str, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         rt, inp = ctx.runtime, ctx.input
         session = await rt.sessions.get(state["session_id"])

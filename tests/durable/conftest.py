@@ -17,7 +17,6 @@ from runtime import Runtime
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
 from tests import pg
-from tests.store.contracts.conftest import pg_database  # noqa: F401 - the session's PostgreSQL database fixture
 
 T = TypeVar("T")
 FLOWS = "tests.durable.flows"

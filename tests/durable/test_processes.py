@@ -125,7 +125,11 @@ async def test_an_interrupt_decided_after_a_process_restart_resumes_the_run(home
         done = await rt.runs.wait(parked["run_id"], 20)
         assert done.status == "succeeded" and done.state["outcome"] == "approved"
         out = await rt.sessions.get(done.output_session_id or "")
-        assert out.parents == (parked["session_id"],) and out.chunks[-1].content == "v2 is out"
+        assert out.chunks[-1].content == "v2 is out"
+        assert [c.name for c in out.chunks[-3:-1]] == ["interrupt", "decision"]  # the question, then its answer
+        assert "approve" in out.chunks[-2].content and "by reviewer" in out.chunks[-2].content
+        noted = await rt.sessions.get(out.parents[0])  # the decision's snapshot, on the parked session
+        assert noted.parents == (parked["session_id"],)
 
 
 async def _progressed(rt: Runtime, run_id: str) -> bool:

@@ -19,8 +19,10 @@ SUMMARY_KEYS = {
     "step",
     "session_id",
     "output_session_id",
+    "result",
     "error",
     "pending_interrupts",
+    "forked_from",
     "created_at",
     "updated_at",
 }
@@ -55,7 +57,21 @@ async def test_approval_approved_appends_the_draft_to_the_session(drt: Runtime) 
     run = await drt.runs.wait(run.id, 10)
     assert run.status == "succeeded" and run.state["outcome"] == "approved"
     out = await drt.sessions.get(run.output_session_id or "")
-    assert out.chunks[-1].content == "v2 ships today" and out.parents == (session.id,)
+    assert out.chunks[-1].content == "v2 ships today"
+    assert [(c.kind, c.name) for c in out.chunks] == [
+        ("user", None),
+        ("assistant", "interrupt"),  # the question the run asked
+        ("user", "decision"),  # the human's answer, then the published draft
+        ("assistant", None),
+    ]
+    assert "[decision" in out.chunks[2].content and "by ana] approve" in out.chunks[2].content
+    assert run.result == {
+        "outcome": "approved",
+        "draft": "v2 ships today",
+        "decided_by": "ana",
+        "reason": None,
+        "revision": 1,
+    }
 
 
 async def test_approval_loops_on_feedback_and_can_be_rejected(drt: Runtime) -> None:
@@ -67,7 +83,10 @@ async def test_approval_loops_on_feedback_and_can_be_rejected(drt: Runtime) -> N
     run = await drt.runs.wait(run.id, 10)
     assert run.status == "succeeded"
     assert run.state["outcome"] == "rejected" and run.state["reason"] == "not now" and run.state["revision"] == 2
-    assert run.output_session_id is None
+    assert run.result["outcome"] == "rejected" and run.result["reason"] == "not now"
+    out = await drt.sessions.get(run.output_session_id or "")  # rejected, yet the transcript says so
+    assert [c.name for c in out.chunks] == ["interrupt", "decision", "interrupt", "decision"]  # no input session
+    assert "respond: more detail" in out.chunks[1].content and "reject (reason: not now)" in out.chunks[3].content
 
 
 async def test_a_decision_value_is_checked_against_the_interrupt_schema(drt: Runtime) -> None:
@@ -117,7 +136,7 @@ async def test_the_same_idempotency_key_returns_the_same_run(drt: Runtime) -> No
     first = await drt.runs.start("echo", input={"message": "once"}, idempotency_key="k1")
     again = await drt.runs.start("echo", input={"message": "once"}, idempotency_key="k1")
     assert again.id == first.id
-    with pytest.raises(ConflictError, match=r"idempotency key 'k1' was used for run .* different"):
+    with pytest.raises(ConflictError, match=r"idempotency key 'k1' was used for run .* different input"):
         await drt.runs.start("echo", input={"message": "twice"}, idempotency_key="k1")
     runs, _ = await drt.runs.list(workflow="echo")
     assert [r.id for r in runs] == [first.id]

@@ -15,8 +15,9 @@ import pytest
 
 from runtime import InvalidInputError, NotFoundError, Runtime, Usage
 from runtime.errors import StoreError
+from runtime.store.migration import Migration
 from runtime.store.sqlite.backend import sqlite_database
-from runtime.store.sqlite.database import Migration, SQLiteDatabase, apply_migrations, pending_migrations
+from runtime.store.sqlite.database import SQLiteDatabase, apply_migrations, pending_migrations
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 
 pytestmark = pytest.mark.anyio

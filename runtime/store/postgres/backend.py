@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.store.postgres import migrations
+from runtime.store.postgres.access import PostgresAuditStore, PostgresOpsStore, PostgresTokenStore
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.memory import PostgresMemoryStore
 from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore
@@ -40,6 +41,15 @@ class PostgresBackend:
 
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)
+
+    def tokens(self) -> PostgresTokenStore:
+        return PostgresTokenStore(self.db)
+
+    def audit(self) -> PostgresAuditStore:
+        return PostgresAuditStore(self.db)
+
+    def ops(self) -> PostgresOpsStore:
+        return PostgresOpsStore(self.db)
 
     async def close(self) -> None:
         await self.db.close()

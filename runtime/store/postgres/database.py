@@ -9,6 +9,12 @@ write is BEGIN, its statements, COMMIT; under load many writes share the BEGIN/C
 and the WAL flush. ``max_batch`` stays below 64 because PostgreSQL caches 64 subtransaction ids
 per backend: past that, every other session's snapshots get slower ("suboverflow").
 
+Two batches (in two lanes or two processes) may lock the same rows in different orders; PostgreSQL
+then breaks the cycle by failing one statement with ``deadlock_detected``. That write alone is
+rolled back (to its savepoint) and run again once its batch has committed and released its locks:
+it is never applied twice, and its caller never sees the conflict. Notifications a write sends
+(``notify``) go out once it has committed (see ``notify.py`` for why not inside it).
+
 Faults. A connection lost before COMMIT was sent means the server rolled the transaction back:
 the batch is re-run on a fresh connection (``fn`` must therefore touch nothing but ``conn``), and
 when the server stays unreachable the caller gets a ``StoreError`` saying so. A connection lost
@@ -20,6 +26,7 @@ seconds, ``AmbiguousCommitError``; it is never retried blindly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -29,11 +36,20 @@ import asyncpg
 
 from runtime.errors import StoreError
 from runtime.store.postgres.faults import AmbiguousCommitError, is_connection_lost, safe_location, unreachable
+from runtime.store.postgres.notify import holding, send_held
 
 T = TypeVar("T")
 Work = Callable[[asyncpg.Connection], Awaitable[T]]
 
 _ATTEMPTS = 3  # a batch lost before its commit is re-run at most this many times in all
+_LOCK_ROUNDS = 5  # a write that lost a deadlock is run again after its batch, at most this many times in all
+_LOCK_CONFLICTS = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
+log = logging.getLogger(__name__)
+
+
+def _lock_conflict(exc: BaseException) -> bool:
+    """True for the errors PostgreSQL raises to break a lock cycle: the write can simply be run again."""
+    return getattr(exc, "sqlstate", None) in _LOCK_CONFLICTS
 
 
 @dataclass
@@ -42,6 +58,7 @@ class _Write(Generic[T]):
     result: Any = None
     error: BaseException | None = None
     taken: bool = False
+    retry: bool = False  # lost a deadlock (or a serialization conflict) and was rolled back alone
     settled: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -62,6 +79,15 @@ def _gone(conn: asyncpg.Connection, exc: BaseException) -> bool:
         return bool(conn.is_closed())
     except asyncpg.InterfaceError:
         return True
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    """Ready a connection going back to the pool. asyncpg's default reset is a round trip on every
+    release (UNLISTEN, RESET ALL, advisory unlocks), for session state this code never leaves on a
+    pooled connection (it listens on a connection of its own and takes only transaction-level locks
+    and settings): only a transaction left open by a failure needs ending."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
 
 
 class PostgresDatabase:
@@ -95,7 +121,7 @@ class PostgresDatabase:
         self._lane_free = anyio.Event()
         self._idle = anyio.Event()
         self._idle.set()
-        self.stats = {"batches": 0, "writes": 0, "reruns": 0, "resolved": 0}
+        self.stats = {"batches": 0, "writes": 0, "reruns": 0, "resolved": 0, "deadlocks": 0}
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self) -> None:
@@ -106,6 +132,7 @@ class PostgresDatabase:
                 max_size=self.max_size,
                 timeout=self.connect_timeout,
                 server_settings={"application_name": "rath-mcp"},
+                reset=_reset,
             )
         except Exception as exc:
             if is_connection_lost(exc):
@@ -192,9 +219,19 @@ class PostgresDatabase:
     async def _run_batch(self, items: list[_Write[Any]]) -> None:
         self.stats["batches"] += 1
         self.stats["writes"] += len(items)
+        for _ in range(_LOCK_ROUNDS):
+            await self._run_round(items)
+            items = [item for item in items if item.retry]  # deadlock victims, rolled back alone: run again
+            if not items:
+                return
+            self.stats["deadlocks"] += len(items)
+            for item in items:
+                item.retry = False
+
+    async def _run_round(self, items: list[_Write[Any]]) -> None:
         for attempt in range(_ATTEMPTS):
             for item in items:
-                item.result, item.error = None, None
+                item.result, item.error, item.retry = None, None, False
             try:
                 async with self._batch_pool().acquire() as conn:
                     await self._commit_batch(conn, items)
@@ -213,24 +250,29 @@ class PostgresDatabase:
                 break
             except BaseException:
                 for item in items:
-                    item.result, item.error = None, StoreError("the write transaction was interrupted")
+                    if not item.settled.is_set():
+                        item.result, item.error = None, StoreError("the write transaction was interrupted")
                 raise
         for item in items:
-            item.result, item.error = None, error
+            if not item.settled.is_set():  # a write already committed and told so keeps its result
+                item.result, item.error = None, error
 
     async def _commit_batch(self, conn: asyncpg.Connection, items: list[_Write[Any]]) -> None:
         single = len(items) == 1
+        held: list[tuple[str, str]] = []  # notifications of the writes that stay in: sent once committed
         try:
             await conn.execute("BEGIN" if single else "BEGIN; SAVEPOINT w")
             for i, item in enumerate(items):
                 if i:
                     await conn.execute("RELEASE SAVEPOINT w; SAVEPOINT w")
                 try:
-                    item.result = await item.fn(conn)
+                    with holding() as notes:
+                        item.result = await item.fn(conn)
+                    held += notes
                 except Exception as exc:
                     if _gone(conn, exc):
                         raise
-                    item.error = exc
+                    item.error, item.retry = exc, _lock_conflict(exc)
                     await conn.execute("ROLLBACK" if single else "ROLLBACK TO SAVEPOINT w")
                     if single:
                         return
@@ -251,6 +293,14 @@ class PostgresDatabase:
             if xid is None:
                 return  # it had written nothing, so there is nothing it could have lost
             await self._resolve(xid, exc)
+            return  # committed, but its connection is gone: its notifications are left to the polling fallback
+        for item in items:  # committed: their writers go on while the notifications are sent
+            if not item.retry:
+                item.settled.set()
+        try:
+            await send_held(conn, held)
+        except Exception:  # the write stands whatever happens here: never re-run it
+            log.warning("could not send %d notification(s) after a commit", len(held), exc_info=True)
 
     async def _resolve(self, xid: str, cause: BaseException) -> None:
         """Learn from the server whether transaction ``xid`` committed; raise ``_Lost`` if it did not."""

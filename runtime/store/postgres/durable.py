@@ -22,9 +22,13 @@ import asyncpg
 from runtime.durable.store import EventSpec, RunChange, check_change, dumps, no_run
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
+from runtime.store.postgres.notify import notify
 
 CHANNEL = "rath_runs"
 """The notification channel of run changes; each payload is one run id."""
+
+CANCEL_CHANNEL = "rath_run_cancels"
+"""The channel of cancels asked of running runs (each payload one run id): what their workers listen for."""
 
 RELEASED = 0.0
 """``lease_expires`` of a lease its worker gave up on shutdown (as on SQLite): the reaper hands the run on
@@ -46,7 +50,7 @@ def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
 async def changed(conn: asyncpg.Connection, *run_ids: str) -> None:
     """Tell other processes (on commit) that these runs changed."""
     for run_id in dict.fromkeys(run_ids):
-        await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, run_id)
+        await notify(conn, CHANNEL, run_id)
 
 
 async def append_events(
@@ -81,7 +85,7 @@ async def _update(
     at: float,
 ) -> int | None:
     """ONE statement (one round trip): update the run row (fenced by ``token`` unless None), append the
-    events numbered after its ``last_seq``, take the checkpoint, NOTIFY. None when no row matched."""
+    events numbered after its ``last_seq``, take the checkpoint (and NOTIFY on commit). None when no row matched."""
     check_change(sets)
     n = len(events)
     args: list[Any] = [n, at, run_id, [kind for kind, _ in events], [dumps(data) for _, data in events]]
@@ -97,19 +101,22 @@ async def _update(
         args += [at_event, state_json, next_step, dumps(pending)]
         k = len(args) - 3
         take = (
-            ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
-            f"SELECT $3, u.last_seq - $1 + ${k}::int, ${k + 1}::text, ${k + 2}::text, ${k + 3}::text, $2 FROM u)"
+            ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
+            f"SELECT $3, u.last_seq - $1 + ${k}::int, ${k + 1}::text, ${k + 2}::text, ${k + 3}::text, u.ses, $2 FROM u)"
         )
     sql = (
         f"WITH u AS (UPDATE runs SET last_seq = last_seq + $1::int, updated_at = $2{_sets(sets, len(args) + 1)} "
-        f"WHERE id = $3{fence} RETURNING last_seq), "
+        f"WHERE id = $3{fence} RETURNING last_seq, COALESCE(output_session_id, session_id) AS ses), "
         "e AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
         "SELECT $3, u.last_seq - $1 + e.ord, e.t, e.d, $2 FROM u, unnest($4::text[], $5::text[]) "
         f"WITH ORDINALITY AS e(t, d, ord)){take} "
-        f"SELECT last_seq, pg_notify('{CHANNEL}', $3::text) FROM u"
+        "SELECT last_seq FROM u"
     )
     last_seq = await conn.fetchval(sql, *args, *sets.values())
-    return None if last_seq is None else int(last_seq)
+    if last_seq is None:
+        return None
+    await notify(conn, CHANNEL, run_id)  # held until the write commits (notify.py)
+    return int(last_seq)
 
 
 async def guarded_update(

@@ -42,21 +42,6 @@ RETURNING seq, id, created_at, (xmax = 0) AS inserted
 """
 
 
-def _item(row: asyncpg.Record) -> MemoryItem:
-    return MemoryItem(
-        id=row["id"],
-        uri=row["uri"],
-        scope=row["scope"],
-        content=row["content"],
-        tags=tuple(json.loads(row["tags"])),
-        source=row["source"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
 class PostgresMemoryStore:
     """Memory items and their BM25 index in a PostgreSQL database."""
 
@@ -186,7 +171,7 @@ class PostgresMemoryStore:
             digest,
             new.content,
         )
-        return None if row is None else _item(row)
+        return None if row is None else MemoryItem.from_row(row)
 
     async def delete(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
         """Delete by id, exact URI or URI prefix (the caller passes exactly one); returns how many."""
@@ -222,7 +207,7 @@ class PostgresMemoryStore:
             if space is None:
                 return []
             rows = await bm25.recall(conn, space, terms, k, scope=scope, columns=_ITEM_COLUMNS)
-            return [Found(_item(r), float(r["score"])) for r in rows if r["score"] > 0]
+            return [Found(MemoryItem.from_row(r), float(r["score"])) for r in rows if r["score"] > 0]
 
         return await self.db.read(read)
 
@@ -240,7 +225,7 @@ class PostgresMemoryStore:
                 self.project,
                 value,
             )
-            return None if row is None else _item(row)
+            return None if row is None else MemoryItem.from_row(row)
 
         return await self.db.read(read)
 
@@ -258,6 +243,6 @@ class PostgresMemoryStore:
             rows = await conn.fetch(
                 f"SELECT {_COLUMNS} FROM memory_items WHERE {where} ORDER BY uri LIMIT ${len(args) + 1}", *args, limit
             )
-            return [_item(r) for r in rows]
+            return [MemoryItem.from_row(r) for r in rows]
 
         return await self.db.read(read)

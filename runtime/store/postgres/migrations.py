@@ -12,25 +12,17 @@ caller's (each backend assembles its own, see ``runtime.store.postgres.schema``)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from runtime.errors import SchemaBehindError, StoreError
 from runtime.ids import now
+from runtime.store.migration import Migration
 from runtime.store.postgres.faults import is_connection_lost, safe_location, unreachable
 
 # The advisory lock every migrator takes (one 64-bit key per database; the bytes spell "rathmigr").
 LOCK_KEY = int.from_bytes(b"rathmigr", "big") - (1 << 63)
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One named schema change: applied once, in order, and recorded in ``schema_migrations``."""
-
-    name: str
-    sql: str
 
 
 class MigrationsPending(SchemaBehindError):

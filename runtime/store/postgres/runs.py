@@ -9,6 +9,7 @@ change to a run is announced on ``durable.CHANNEL``, which ``watch`` hears from 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,8 +37,8 @@ from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.store.postgres import claims, decisions, durable, reap
 from runtime.store.postgres.database import PostgresDatabase, search_ids
-from runtime.store.postgres.durable import CHANNEL, Scope
-from runtime.store.postgres.notify import Notifier
+from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL, Scope
+from runtime.store.postgres.notify import Notifier, Subscription, notify
 
 WATCH_POLL_S = 5.0
 """With no notification for this long, ``watch`` says "anything may have changed" (the polling fallback)."""
@@ -54,23 +55,14 @@ async def _with_pending(conn: asyncpg.Connection, rows: Sequence[asyncpg.Record]
     return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
 
 
-def _claim(row: asyncpg.Record) -> Claim:
-    return Claim(
-        id=row["id"],
-        workflow=row["workflow"],
-        plan_hash=row["plan_hash"],
-        token=row["lease_token"],
-        state_json=row["state"],
-        step=row["step"],
-        visit=row["visit"],
-        attempt=row["attempt"],
-        session_id=row["session_id"],
-        input_json=row["input"],
-        deadline=row["deadline"],
-        lease_expires=row["lease_expires"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
+async def _relay(sub: Subscription, hear: Callable[[Sequence[str]], None], quiet_s: float) -> None:
+    """Hand the run ids notified on ``sub`` to ``hear``; ``[]`` after a reconnect or ``quiet_s`` of silence."""
+    while True:
+        notes = await sub.wait(quiet_s)
+        if not notes or any(n.payload is None for n in notes):
+            hear([])
+        else:
+            hear(list(dict.fromkeys(n.payload for n in notes if n.payload)))
 
 
 class PostgresRunQueue:
@@ -94,7 +86,7 @@ class PostgresRunQueue:
     ) -> list[Claim]:
         # scope None: ready runs of every scope, and limits count the running runs of the whole store
         rows = await self.db.write(lambda c: claims.claim(c, None, owner, lease_s, limit, workflows, holder, limits))
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
         return await self.db.read(lambda c: claims.holders(c, None, host))
@@ -119,18 +111,7 @@ class PostgresRunStore:
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
         scope = self.scope
-        fields = {
-            "workflow": new.workflow,
-            "plan_hash": new.plan_hash,
-            "session_id": new.session_id,
-            "input": new.input_json,
-            "state": new.input_json,
-            "step": new.step,
-            "idempotency_key": new.idempotency_key,
-            "request_hash": new.request_hash,
-            "deadline": new.deadline,
-            "concurrency_key": new.concurrency_key,
-        }
+        fields = new.columns()
 
         async def write(conn: asyncpg.Connection) -> str:
             if new.idempotency_key is not None:
@@ -144,7 +125,7 @@ class PostgresRunStore:
                 )  # fmt: skip
                 if old is not None:
                     if old["request_hash"] != new.request_hash:
-                        raise idempotency_conflict(key, old["id"])
+                        raise idempotency_conflict(key, old["id"], old["request_hash"], new.request_hash)
                     return str(old["id"])
             return await durable.insert_run(conn, scope, fields, events)
 
@@ -233,6 +214,7 @@ class PostgresRunStore:
             if run["status"] == "running":
                 events: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
                 await durable.plain_update(conn, run_id, {"cancel_requested": 1, "cancel_reason": reason}, events)
+                await notify(conn, CANCEL_CHANNEL, run_id)  # its worker, wherever it is
                 return
             sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
             await durable.end_unheld(conn, run_id, "cancelled", reason, sets)
@@ -253,23 +235,29 @@ class PostgresRunStore:
         return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
 
     # -- other processes --------------------------------------------------------------------
-    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+    async def watch(
+        self,
+        changed: Callable[[Sequence[str]], None],
+        *,
+        task_status: TaskStatus[bool],
+        cancelled: Callable[[Sequence[str]], None] | None = None,
+        quiet_s: float = WATCH_POLL_S,
+    ) -> None:
         """Hear every process's run changes through LISTEN/NOTIFY on a listening connection of its own.
 
-        After a reconnect (notifications may have been missed) and after ``WATCH_POLL_S`` of silence,
-        ``changed([])``: anything may have changed, look again (the polling fallback)."""
+        After a reconnect (notifications may have been missed) and after ``quiet_s`` of silence,
+        ``changed([])``: anything may have changed, look again (the polling fallback). Cancels of
+        running runs come on a channel of their own (``CANCEL_CHANNEL``), so that a worker looks
+        for a cancel only when one was asked, not after every commit of the runs it holds."""
         notifier = Notifier(self.db.dsn)
         async with anyio.create_task_group() as tg:
             await tg.start(notifier.run)
             try:
-                async with notifier.subscribe(CHANNEL) as sub:
+                async with notifier.subscribe(CHANNEL) as runs, notifier.subscribe(CANCEL_CHANNEL) as cancels:
+                    if cancelled is not None:
+                        tg.start_soon(_relay, cancels, cancelled, math.inf)
                     task_status.started(True)
-                    while True:
-                        notes = await sub.wait(WATCH_POLL_S)
-                        if not notes or any(n.payload is None for n in notes):
-                            changed([])
-                        else:
-                            changed(list(dict.fromkeys(n.payload for n in notes if n.payload)))
+                    await _relay(runs, changed, quiet_s)
             finally:
                 notifier.close()
 
@@ -290,7 +278,7 @@ class PostgresRunStore:
         rows = await self.db.write(
             lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
         )
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
         return await self.db.read(lambda c: claims.holders(c, self.scope, host))

@@ -18,8 +18,8 @@ PostgreSQL store has no history yet, each layer's migrations so far fold into on
 
 from __future__ import annotations
 
+from runtime.store.migration import Migration
 from runtime.store.postgres.bm25 import INDEX_DDL
-from runtime.store.postgres.migrations import Migration
 
 SESSIONS = [
     Migration(
@@ -176,6 +176,15 @@ DURABLE = [
         ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
         """,
     ),
+    Migration(
+        "0111_durable_results_and_forks",
+        """
+        ALTER TABLE runs ADD COLUMN result TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from TEXT COLLATE "C";
+        ALTER TABLE runs ADD COLUMN forked_from_seq INTEGER;
+        ALTER TABLE run_checkpoints ADD COLUMN session_id TEXT COLLATE "C";
+        """,
+    ),
 ]
 
 MEMORY = [
@@ -212,5 +221,39 @@ MEMORY = [
     ),
 ]
 
-ALL = [*SESSIONS, *DURABLE, *MEMORY]
+ACCESS = [
+    Migration(
+        "0300_access_tokens_audit",
+        """
+        CREATE TABLE access_tokens (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            name TEXT,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            grants TEXT NOT NULL,
+            salt BYTEA NOT NULL,
+            digest BYTEA NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION,
+            revoked_at DOUBLE PRECISION
+        );
+        CREATE TABLE audit_log (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL,
+            actor TEXT NOT NULL,
+            method TEXT,
+            tenant TEXT,
+            project TEXT,
+            action TEXT NOT NULL,
+            targets TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT
+        );
+        CREATE INDEX step_completions ON run_events (created_at) WHERE type = 'step.completed';
+        """,
+    ),
+]
+"""Tokens (hashes only), the audit trail, and a partial index for the metrics' step durations."""
+
+ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS]
 """Every PostgreSQL migration, in the order they apply (names are never reused or reordered)."""

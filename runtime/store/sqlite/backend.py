@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.store.sqlite import health
+from runtime.store.sqlite.access import SQLiteAuditStore, SQLiteOpsStore, SQLiteTokenStore
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
@@ -41,6 +42,15 @@ class SQLiteBackend:
 
     def queue(self) -> SQLiteRunQueue:
         return SQLiteRunQueue(self.db)
+
+    def tokens(self) -> SQLiteTokenStore:
+        return SQLiteTokenStore(self.db)
+
+    def audit(self) -> SQLiteAuditStore:
+        return SQLiteAuditStore(self.db)
+
+    def ops(self) -> SQLiteOpsStore:
+        return SQLiteOpsStore(self.db)
 
     async def close(self) -> None:
         await self.db.close()

@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.ids import now
+from runtime.store.migration import Migration
 from runtime.store.sqlite import health
 
 T = TypeVar("T")
@@ -40,14 +41,6 @@ WriteFn = Callable[[sqlite3.Connection], T]
 _BUSY_TIMEOUT_MS = 60_000
 _READERS = 3
 _LOOKUP_BUSY_TIMEOUT_MS = 20
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One named schema change; applied once, in order, and recorded in ``schema_migrations``."""
-
-    name: str
-    sql: str
 
 
 @dataclass

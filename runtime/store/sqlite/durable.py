@@ -63,7 +63,8 @@ def guarded_update(
     cols = "".join(f", {col} = ?" for col in sets)
     row = conn.execute(
         f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
-        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq",
+        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq, "
+        "COALESCE(output_session_id, session_id)",
         (n, at, *sets.values(), run_id, token),
     ).fetchone()
     if row is None:
@@ -75,10 +76,10 @@ def guarded_update(
         state_json, next_step, pending = checkpoint
         kinds = [kind for kind, _ in events]
         seq = last_seq - n + 1 + kinds.index("checkpoint.created") if "checkpoint.created" in kinds else last_seq
-        conn.execute(
-            "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, seq, state_json, next_step, dumps(pending), at),
+        conn.execute(  # with the run's session as it is now (what a fork from here starts from)
+            "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, seq, state_json, next_step, dumps(pending), row[1], at),
         )
     return last_seq
 

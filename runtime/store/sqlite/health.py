@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from runtime.errors import StoreError
 
 if TYPE_CHECKING:
-    from runtime.store.sqlite.database import Migration
+    from runtime.store.migration import Migration
 
 RESTORE_HINT = (
     "stop every server and worker on it, then restore a backup (README: 'Back up and restore') "
@@ -128,7 +128,8 @@ def missing_schema(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
     applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
     wanted = _reference_schema(tuple(m for m in migrations if m.name in applied))
     present = {(str(row[0]), str(row[1])) for row in conn.execute("SELECT type, name FROM sqlite_master")}
-    return sorted(f"{kind} {name}" for kind, name in wanted - present)
+    # tables first: a dropped table takes its indexes with it, and the table is what to name
+    return [f"{kind} {name}" for kind, name in sorted(wanted - present, key=lambda kn: (kn[0] != "table", kn))]
 
 
 @functools.lru_cache(maxsize=8)

@@ -78,21 +78,6 @@ def _search_sql(space: int, weights: dict[str, float], k: int, scope: str | None
     )
 
 
-def _item(row: sqlite3.Row) -> MemoryItem:
-    return MemoryItem(
-        id=row["id"],
-        uri=row["uri"],
-        scope=row["scope"],
-        content=row["content"],
-        tags=tuple(json.loads(row["tags"])),
-        source=row["source"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
 class SQLiteMemoryStore:
     """Memory items and their FTS5 index in the embedded SQLite database."""
 
@@ -204,7 +189,7 @@ class SQLiteMemoryStore:
             " AND content = ? LIMIT 1",
             (self.tenant, self.project, new.scope, digest, new.content),
         ).fetchone()
-        return None if row is None else _item(row)
+        return None if row is None else MemoryItem.from_row(row)
 
     async def delete(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
         """Delete by id, exact URI or URI prefix (the caller passes exactly one); returns how many."""
@@ -247,7 +232,7 @@ class SQLiteMemoryStore:
             if not weights:
                 return []
             rows = conn.execute(*_search_sql(space, weights, k, scope)).fetchall()
-            return [Found(_item(r), float(r["score"])) for r in rows if r["score"] > 0]
+            return [Found(MemoryItem.from_row(r), float(r["score"])) for r in rows if r["score"] > 0]
 
         return await self.db.read(read)
 
@@ -263,7 +248,7 @@ class SQLiteMemoryStore:
                 f"SELECT {_COLUMNS} FROM memory_items WHERE tenant = ? AND project = ? AND {condition}",
                 (self.tenant, self.project, value),
             ).fetchone()
-            return None if row is None else _item(row)
+            return None if row is None else MemoryItem.from_row(row)
 
         return await self.db.read(read)
 
@@ -281,6 +266,6 @@ class SQLiteMemoryStore:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM memory_items WHERE {where} ORDER BY uri LIMIT ?", (*args, limit)
             )
-            return [_item(r) for r in rows]
+            return [MemoryItem.from_row(r) for r in rows]
 
         return await self.db.read(read)

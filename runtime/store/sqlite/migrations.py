@@ -5,9 +5,10 @@ and this module fixes the order. Names are never reused or reordered once releas
 migrations at the end of a layer's list.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
+from runtime.store.sqlite.schema.access import MIGRATIONS as ACCESS
 from runtime.store.sqlite.schema.durable import MIGRATIONS as DURABLE
 from runtime.store.sqlite.schema.memory import MIGRATIONS as MEMORY
 from runtime.store.sqlite.schema.sessions import MIGRATIONS as SESSIONS
 
-ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY]
+ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS]

@@ -48,25 +48,6 @@ def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list
     return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
 
 
-def _claim(row: sqlite3.Row) -> Claim:
-    return Claim(
-        id=row["id"],
-        workflow=row["workflow"],
-        plan_hash=row["plan_hash"],
-        token=row["lease_token"],
-        state_json=row["state"],
-        step=row["step"],
-        visit=row["visit"],
-        attempt=row["attempt"],
-        session_id=row["session_id"],
-        input_json=row["input"],
-        deadline=row["deadline"],
-        lease_expires=row["lease_expires"],
-        tenant=row["tenant"],
-        project=row["project"],
-    )
-
-
 class SQLiteRunQueue:
     """The ``RunQueue`` of a database: claims, readiness, takeover and reaping across every tenant/project."""
 
@@ -88,7 +69,7 @@ class SQLiteRunQueue:
     ) -> list[Claim]:
         # scope None: ready runs of every scope, and limits count the running runs of the whole store
         rows = await self.db.write(lambda c: claims.claim(c, None, owner, lease_s, limit, workflows, holder, limits))
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
         return await self.db.read(lambda c: claims.holders(c, None, host))
@@ -113,18 +94,7 @@ class SQLiteRunStore:
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
         scope = self.scope
-        fields = {
-            "workflow": new.workflow,
-            "plan_hash": new.plan_hash,
-            "session_id": new.session_id,
-            "input": new.input_json,
-            "state": new.input_json,
-            "step": new.step,
-            "idempotency_key": new.idempotency_key,
-            "request_hash": new.request_hash,
-            "deadline": new.deadline,
-            "concurrency_key": new.concurrency_key,
-        }
+        fields = new.columns()
 
         def write(conn: sqlite3.Connection) -> str:
             if new.idempotency_key is not None:
@@ -134,7 +104,9 @@ class SQLiteRunStore:
                 ).fetchone()
                 if old is not None:
                     if old["request_hash"] != new.request_hash:
-                        raise idempotency_conflict(new.idempotency_key, old["id"])
+                        raise idempotency_conflict(
+                            new.idempotency_key, old["id"], old["request_hash"], new.request_hash
+                        )
                     return str(old["id"])
             return durable.insert_run(conn, scope, fields, events)
 
@@ -232,7 +204,14 @@ class SQLiteRunStore:
         await self.db.write(write)
 
     # -- other processes --------------------------------------------------------------------
-    async def watch(self, changed: Callable[[Sequence[str]], None], *, task_status: TaskStatus[bool]) -> None:
+    async def watch(
+        self,
+        changed: Callable[[Sequence[str]], None],
+        *,
+        task_status: TaskStatus[bool],
+        cancelled: Callable[[Sequence[str]], None] | None = None,
+        quiet_s: float = 5.0,
+    ) -> None:
         """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
         task_status.started(False)
 
@@ -253,7 +232,7 @@ class SQLiteRunStore:
         rows = await self.db.write(
             lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
         )
-        return [_claim(row) for row in rows]
+        return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
         return await self.db.read(lambda c: claims.holders(c, self.scope, host))

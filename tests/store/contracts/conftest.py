@@ -7,7 +7,7 @@ PostgreSQL one migrates a fresh schema of its own in this test session's own dat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,21 +16,11 @@ import pytest
 
 from runtime.backend import StoreBackend
 from runtime.store import StoreURL, open_backend, parse_store_url
-from runtime.store.postgres import Migration, PostgresDatabase, migrations
+from runtime.store.migration import Migration
+from runtime.store.postgres import PostgresDatabase, migrations
 from tests import pg
 
 BACKENDS = ["sqlite"]
-
-
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """This test session's own PostgreSQL database (dropped at the end); asked for only by PG params."""
-    pg.require_postgres()
-    name = pg.create_database()
-    try:
-        yield name
-    finally:
-        pg.drop_database(name)
 
 
 async def _open(url: StoreURL) -> Any:

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from runtime.store.postgres import PostgresDatabase
 from tests import pg
-
-
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """The name of this test session's own database, dropped at the end."""
-    pg.require_postgres()
-    name = pg.create_database()
-    try:
-        yield name
-    finally:
-        pg.drop_database(name)
 
 
 @pytest.fixture

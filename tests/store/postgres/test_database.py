@@ -256,3 +256,30 @@ async def test_an_id_search_is_an_index_range_scan_that_finds_exactly_the_prefix
         assert "Index" in await db.read(plan)
     finally:
         await db.close()
+
+
+async def test_two_writes_locking_rows_in_opposite_orders_both_commit_once(pg_url: str) -> None:
+    """A lock cycle between two lanes: PostgreSQL fails one statement with deadlock_detected; that write
+    alone is rolled back and run again after its batch, so both writes land, each exactly once."""
+    async with PostgresDatabase(pg_url, max_size=4, write_lanes=2) as db:
+        await _table(db)
+        await db.write(_insert("a", 0))
+        await db.write(_insert("b", 0))
+        locked = {"a": anyio.Event(), "b": anyio.Event()}
+
+        def crossing(first: str, second: str):  # type: ignore[no-untyped-def]
+            async def fn(conn: asyncpg.Connection) -> str:
+                await conn.execute("UPDATE t SET v = v + 1 WHERE k = $1", first)
+                locked[first].set()
+                await locked[second].wait()  # both hold one row: each now waits for the other's
+                await conn.execute("UPDATE t SET v = v + 1 WHERE k = $1", second)
+                return first
+
+            return fn
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(db.write, crossing("a", "b"))
+                tg.start_soon(db.write, crossing("b", "a"))
+        assert await _rows(db) == {"a": 2, "b": 2}
+        assert db.stats["deadlocks"] == 1

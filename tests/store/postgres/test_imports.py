@@ -13,6 +13,7 @@ ALLOWED = (
     "runtime.ids",
     "runtime.memory.text",
     "runtime.store.postgres",
+    "runtime.store.migration",  # the shape of a migration, shared by both backends
     # A layer's store implements that layer's protocol, in its records (as the SQLite stores do):
     *("runtime.sessions.store", "runtime.sessions.model", "runtime.sessions.lineage"),
     *("runtime.memory.store", "runtime.memory.model"),

@@ -11,8 +11,9 @@ import asyncpg
 import pytest
 
 from runtime.errors import StoreError
+from runtime.store.migration import Migration
 from runtime.store.postgres import migrations, schema
-from runtime.store.postgres.migrations import Migration, MigrationsPending
+from runtime.store.postgres.migrations import MigrationsPending
 
 pytestmark = pytest.mark.anyio
 

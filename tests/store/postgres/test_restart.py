@@ -1,4 +1,5 @@
-"""A real PostgreSQL restart and a real outage, on a private server of this test's own.
+"""A real PostgreSQL restart and a real outage, on a private server of this test's own: under the
+database layer (a write in flight, a listener), and under the runtime (a run in flight).
 
 The machine's server is shared (other test runs use it), so this test makes a throwaway cluster
 (``initdb`` in a temporary directory, on a free port, run as the ``postgres`` user when we are
@@ -14,16 +15,21 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import asyncpg
 import pytest
 
+from runtime import Runtime, StepContext, Workflow, step
 from runtime.errors import StoreError
+from runtime.store import parse_store_url
 from runtime.store.postgres import Notification, Notifier, PostgresDatabase, notify
+from runtime.store.postgres import backend as postgres
 
 pytestmark = pytest.mark.anyio
 
@@ -160,3 +166,58 @@ async def test_calls_while_the_server_is_down_fail_clearly_and_work_once_it_is_b
         assert await db.read(one) == 1
     finally:
         await db.close()
+
+
+class Held(Workflow):
+    """A non-idempotent effect, then a hold the test releases, then a second step."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        self.applied: list[str] = []
+        self.holding, self.release = anyio.Event(), anyio.Event()
+
+    @step(entry=True, successors=["after"])
+    async def hold(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        paid = await ctx.effect("pay", lambda: self.applied.append(ctx.run_id) or "paid")
+        self.holding.set()
+        await self.release.wait()  # the database restarts here, under the running step
+        return {**state, "paid": paid}
+
+    @step()
+    async def after(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return {**state, "after": True}
+
+
+async def test_a_run_in_flight_goes_on_after_a_database_restart_and_calls_while_down_fail_clearly(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    name = f"r_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(cluster.url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = cluster.url.rsplit("/", 1)[0] + "/" + name
+    await postgres.migrate(parse_store_url(url))
+    flow = Held()
+    async with Runtime.open(tmp_path, store=url, workers=1) as rt:
+        rt.workflows.register(flow)
+        run = await rt.runs.start("held")
+        with anyio.fail_after(60):
+            await flow.holding.wait()
+        await anyio.to_thread.run_sync(cluster.ctl, "stop")
+        try:
+            for call in (lambda: rt.runs.get(run.id), lambda: rt.runs.start("held")):
+                with anyio.fail_after(60), pytest.raises(StoreError, match=r"PostgreSQL store at .* is unreachable"):
+                    await call()
+        finally:
+            await anyio.to_thread.run_sync(cluster.ctl, "start")
+        flow.release.set()
+        done = await rt.runs.wait(run.id, 60)
+        assert done.status == "succeeded", done.error
+        events = [e.type for e in await rt.runs.events(run.id, 0, 1000)]
+        assert events.count("step.completed") == 2 and events.count("effect.succeeded") == 1
+        assert [e.status for e in await rt.runs.effects(None, run.id)] == ["succeeded"]
+        assert (await rt.runs.list())[0] == [done]  # the run started while down was never written
+    assert flow.applied == [run.id]

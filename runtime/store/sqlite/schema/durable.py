@@ -11,7 +11,7 @@ takeover, ``runtime.durable.owner``); ``concurrency_key`` is the group a run cou
 workflow's concurrency limit.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS = [
     Migration(
@@ -117,6 +117,15 @@ MIGRATIONS = [
         ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
         ALTER TABLE runs ADD COLUMN lease_started INTEGER;
         ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+        """,
+    ),
+    Migration(
+        "0111_durable_results_and_forks",
+        """
+        ALTER TABLE runs ADD COLUMN result TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from TEXT;
+        ALTER TABLE runs ADD COLUMN forked_from_seq INTEGER;
+        ALTER TABLE run_checkpoints ADD COLUMN session_id TEXT;
         """,
     ),
 ]

@@ -9,7 +9,7 @@ items. An FTS row's rowid is its item's ``seq``; its one column holds the normal
 lets ``commit`` skip a fact already extracted into the same scope by an earlier commit.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS: list[Migration] = [
     Migration(

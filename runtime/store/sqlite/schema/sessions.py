@@ -20,7 +20,7 @@ the page's size, which decides whether the page is read in place on the event lo
 written before it) falls back to the whole session's ``chars``.
 """
 
-from runtime.store.sqlite.database import Migration
+from runtime.store.migration import Migration
 
 MIGRATIONS = [
     Migration(

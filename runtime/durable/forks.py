@@ -1,0 +1,92 @@
+"""Fork a run from one of its checkpoints: a new run that starts at that checkpoint's next step.
+
+The new run's state is the checkpoint's state with ``state_patch`` applied as a JSON merge patch
+(RFC 7386: objects merge key by key, recursively; a ``null`` value deletes its key; anything else
+replaces). The steps before the checkpoint are not run again, so their effects are not repeated;
+the step at the checkpoint's next step runs afresh in the new run (with a ledger of its own). Its
+input session is a fork of the origin's session as it was at that checkpoint, so the session
+lineage shows the branch. It works from a run in any status, a failed one included: patch what
+made it fail and go on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runtime.durable.models import Run
+from runtime.durable.store import NewRun, dumps
+from runtime.errors import InvalidInputError
+from runtime.jsonvalue import check_json
+
+if TYPE_CHECKING:
+    from runtime.durable.service import RunService
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """``target`` with ``patch`` applied as a JSON merge patch (RFC 7386)."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def _chosen(run_id: str, checkpoints: list[dict[str, Any]], seq: int | None) -> dict[str, Any]:
+    if not checkpoints:
+        raise InvalidInputError(
+            f"run {run_id} has no checkpoint to fork from yet (none of its steps has completed or asked a human)"
+        )
+    if seq is None:
+        return checkpoints[-1]
+    for checkpoint in checkpoints:
+        if checkpoint["seq"] == seq:
+            return checkpoint
+    known = [c["seq"] for c in checkpoints]
+    raise InvalidInputError(f"run {run_id} has no checkpoint {seq}; its checkpoints are {known} (run_checkpoints)")
+
+
+async def fork_run(
+    service: RunService, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
+) -> Run:
+    """Queue a new run from a checkpoint of ``run_id`` (the latest by default); returns it."""
+    if state_patch is not None and not isinstance(state_patch, dict):
+        raise InvalidInputError(f"state_patch must be a JSON object (a merge patch), got {type(state_patch).__name__}")
+    check_json(state_patch, "state_patch")
+    origin = await service.get(run_id)
+    checkpoint = _chosen(run_id, await service.store.checkpoints(run_id), checkpoint_seq)
+    seq, next_step = int(checkpoint["seq"]), checkpoint["next_step"]
+    if next_step is None:
+        raise InvalidInputError(
+            f"checkpoint {seq} of run {run_id} is where it finished: there is no step left to run from it; "
+            "fork an earlier checkpoint (run_checkpoints lists them)"
+        )
+    plan = service.rt.workflows.get(origin.workflow)
+    if next_step not in plan.steps:
+        raise InvalidInputError(
+            f"checkpoint {seq} goes on at step {next_step!r}, which workflow {origin.workflow!r} no longer has "
+            f"(steps: {sorted(plan.steps)})"
+        )
+    state = merge_patch(checkpoint["state"], state_patch or {})
+    source = checkpoint.get("session_id") or origin.session_id
+    session_id = (await service.rt.sessions.fork(source))[0].id if source is not None else None
+    origin_ref = {"run_id": run_id, "checkpoint_seq": seq}
+    new = NewRun(
+        workflow=origin.workflow,
+        plan_hash=plan.plan_hash,
+        step=next_step,
+        input_json=dumps(origin.input),
+        session_id=session_id,
+        state_json=dumps(state),
+        forked_from=(run_id, seq),
+        concurrency_key=plan.run_key(origin.input),  # a fork counts against its workflow's limit too
+    )
+    created = {"workflow": origin.workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
+    forked = {**origin_ref, "next_step": next_step, "patched": sorted(state_patch or {}), "from_session": source}
+    new_id = await service.store.create(
+        new, [("run.created", {**created, "forked_from": origin_ref}), ("run.forked", forked)]
+    )
+    return await service.get(new_id)
