@@ -17,6 +17,7 @@ ALLOWED = (
     # A layer's store implements that layer's protocol, in its records (as the SQLite stores do):
     *("runtime.sessions.store", "runtime.sessions.model", "runtime.sessions.lineage"),
     *("runtime.memory.store", "runtime.memory.model"),
+    "runtime.access.store",  # the token, audit and ops store protocols (serve --auth)
     *("runtime.durable.store", "runtime.durable.models", "runtime.durable.decisions", "runtime.flow.workflow"),
 )
 # The backend assembles the stores for the runtime and is found by its URL.
