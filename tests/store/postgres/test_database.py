@@ -282,4 +282,7 @@ async def test_two_writes_locking_rows_in_opposite_orders_both_commit_once(pg_ur
                 tg.start_soon(db.write, crossing("a", "b"))
                 tg.start_soon(db.write, crossing("b", "a"))
         assert await _rows(db) == {"a": 2, "b": 2}
-        assert db.stats["deadlocks"] == 1
+        # At least one cycle was broken. How many depends on a race the test does not control: the
+        # victim's rerun may take its first row again before the survivor (just woken) locks it, and
+        # close the same cycle once more; each time it is rolled back alone, so the rows stay right.
+        assert db.stats["deadlocks"] >= 1
