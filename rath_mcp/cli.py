@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -28,6 +28,7 @@ from rath_mcp.shell import existing_store, note, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
+from runtime.runtime import check_scope_name
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
 from runtime.store.sqlite import health
@@ -68,6 +69,16 @@ def _home_arg(parser: argparse.ArgumentParser) -> None:
         help="sqlite:///ABSOLUTE/PATH.db or postgresql://user@host:port/dbname "
         "(default: $RATH_STORE, else rath.db under the home)",
     )
+
+
+def _scope_name(what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:
+            return check_scope_name(what, text)
+        except InvalidInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _port(text: str) -> int:
@@ -143,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auth", choices=AUTH_MODES, default="none", help="how HTTP/SSE callers authenticate")
     p.add_argument("--issuer", metavar="URL", help="--auth oauth: the authorization server's issuer URL")
     p.add_argument("--audience", metavar="URL", help="--auth oauth: the token audience (default: this server's URL)")
+    local_scope = "of the local caller (stdio, --auth none)"
+    p.add_argument("--tenant", type=_scope_name("tenant"), default="local", help=f"tenant {local_scope}")
+    p.add_argument("--project", type=_scope_name("project"), default="default", help=f"project {local_scope}")
     _sandbox_args(p)
     _home_arg(p)
 
@@ -243,7 +257,14 @@ async def _serve(args: argparse.Namespace) -> int:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
     async with Runtime.open(
-        home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox=args.sandbox, sandbox_policy=policy
+        home,
+        store=args.store,
+        tenant=args.tenant,
+        project=args.project,
+        workers=args.workers,
+        lease_s=args.lease_s,
+        sandbox=args.sandbox,
+        sandbox_policy=policy,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")

@@ -11,9 +11,10 @@ from importlib.metadata import PackageNotFoundError, version
 from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from rath_mcp import apps, audit, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
+from rath_mcp import apps, audit, grants, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
 from rath_mcp.auth.remote import Remote, remote_for
 from rath_mcp.errors import concise_validation_errors
+from rath_mcp.principal import Principal
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
 
@@ -34,10 +35,14 @@ def server_version() -> str:
         return "0.0.0+source"
 
 
-def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, remote: Remote | None = None) -> MCPServer:
+def build_server(
+    rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Principal | None = None, remote: Remote | None = None
+) -> MCPServer:
     """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
 
     ``heartbeat_s`` is how often a waiting tool sends a progress notification when nothing changes.
+    ``local``: the caller where no authentication ran (stdio, ``--auth none``); default every grant,
+    in the scope ``rt`` was opened with.
     ``remote``: the audit trail and metrics shared with the HTTP gate (``serve --auth``); default: local.
     """
     bus = InMemorySubscriptionBus()
@@ -50,6 +55,7 @@ def build_server(rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, remote: Remot
         extensions=[apps.extension()],
     )
     server.middleware.append(wire.guard_requests)
+    grants.install(server, rt, local)  # before every other middleware: all of them run in the caller's scope
     client_sampling = sampling.install(server, rt)
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
     apps.link_tools(server)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -64,8 +64,9 @@ class RunSubscriptions:
 
     # -- registration (called by the protocol handlers) --------------------------------------
     async def _watch(self, run_id: str) -> _Watch:
-        if run_id not in self._watches:
-            await self.rt.runs.get(run_id)  # unknown ids fail here, with the runtime's message
+        # Checked on every subscription, watched already or not: the run must be in the caller's scope
+        # (a run of another scope fails here exactly as an unknown id does, with the runtime's message).
+        await self.rt.runs.get(run_id)
         watch = self._watches.get(run_id)  # looked up again: a concurrent subscribe may have made it meanwhile
         if watch is None:
             watch = self._watches[run_id] = _Watch()
@@ -112,7 +113,7 @@ class RunSubscriptions:
             try:
                 watch = await self._watch(run_id)
             except NotFoundError:
-                continue  # a listen filter naming an unknown run is honoured and simply never fires
+                continue  # a listen filter naming an unknown run (or one of another scope) never fires
             watch.streams[uri] = watch.streams.get(uri, 0) + 1
             opened.append((run_id, uri))
         return opened
@@ -156,6 +157,22 @@ class RunSubscriptions:
                     await session.send_resource_updated(uri)
 
 
+def _listening_only_to(
+    ctx: ServerRequestContext[Any, Any], notifications: Any, uris: list[Any], opened: list[tuple[str, str]]
+) -> ServerRequestContext[Any, Any]:
+    """The listen request with the run URIs it may not watch left out of its filter.
+
+    The subscription bus fans updates out by URI alone; a stream naming a run of another scope (or
+    one that does not exist: the same thing to this caller) must never match its updates.
+    """
+    watched = {uri for _, uri in opened}
+    kept = [u for u in uris if not isinstance(u, str) or run_of(u) is None or u in watched]
+    if len(kept) == len(uris):
+        return ctx
+    params = {**(ctx.params or {}), "notifications": {**notifications, "resourceSubscriptions": kept}}
+    return replace(ctx, params=params)
+
+
 def install(server: MCPServer, subscriptions: RunSubscriptions) -> None:
     """Serve ``resources/subscribe``/``unsubscribe`` and observe ``subscriptions/listen`` streams."""
 
@@ -175,7 +192,7 @@ def install(server: MCPServer, subscriptions: RunSubscriptions) -> None:
         uris = notifications.get("resourceSubscriptions") or [] if isinstance(notifications, dict) else []
         opened = await subscriptions.open_stream([u for u in uris if isinstance(u, str)])
         try:
-            return await call_next(ctx)
+            return await call_next(_listening_only_to(ctx, notifications, uris, opened))
         finally:
             subscriptions.close_stream(opened)
 

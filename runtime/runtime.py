@@ -5,13 +5,20 @@ registries of the layers. No module-level state: open as many runtimes side by s
 
     async with Runtime.open("~/.rath") as rt:
         s = await rt.sessions.create([{"kind": "user", "content": "hi"}])
+
+One runtime serves every tenant/project of its store. Which one a call works in is a context
+variable of the runtime (see ``Runtime.scope``): ``rt.sessions``, ``rt.runs``, ``rt.memory`` and
+``rt.sandboxes`` are the services of the scope current in the calling task, so code that reaches
+them (tools, workflows, agents) needs no scope argument and cannot step outside it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +29,7 @@ from anyio.abc import TaskGroup
 from runtime.backend import StoreBackend
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.service import POLL_S, RunService
-from runtime.durable.worker import run_worker
+from runtime.durable.worker import Worker, run_worker
 from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
@@ -64,14 +71,47 @@ def store_path(home: Path) -> Path:
     return home / DB_FILE
 
 
-def _check_scope(name: str, value: str) -> str:
+def check_scope_name(name: str, value: str) -> str:
+    """``value`` as a tenant or project name (``name`` says which), or ``InvalidInputError`` saying why not."""
     if not value or not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise InvalidInputError(f"{name} {value!r} must be non-empty letters, digits, '-', '_' or '.'")
     return value
 
 
+@dataclass(frozen=True)
+class ScopeServices:
+    """The services of one tenant/project: its sessions, runs, memory and sandbox workspaces."""
+
+    tenant: str
+    project: str
+    sessions: SessionService
+    runs: RunService
+    memory: MemoryService
+    sandboxes: SandboxRegistry
+
+
+def workspaces_dir(home: Path, tenant: str, project: str) -> Path:
+    """Where the local sandbox workspaces of a scope live under ``home``.
+
+    The embedded default scope keeps ``home/workspaces`` (where they always were); any other scope
+    gets ``home/scopes/TENANT/PROJECT/workspaces``, so a workspace name chosen in one scope can never
+    reach another scope's files.
+    """
+    if (tenant, project) == ("local", "default"):
+        return home / "workspaces"
+    return home / "scopes" / tenant / project / "workspaces"
+
+
 class Runtime:
-    """The embedded runtime of one home, scoped to one tenant and project."""
+    """The embedded runtime of one home, serving every tenant/project of its store.
+
+    The scope a call works in is a context variable of this runtime: ``rt.scope(tenant, project)``
+    sets it for a ``with`` block (the MCP layer enters the caller's scope for each request; the
+    worker enters each run's scope while it drives the run), and tasks started inside the block
+    inherit it. Outside any block it is the scope the runtime was opened with. ``rt.sessions``,
+    ``rt.runs``, ``rt.memory`` and ``rt.sandboxes`` read it and return that scope's services, made
+    once per scope and cached. Workflows, providers and the store are shared by every scope.
+    """
 
     def __init__(
         self,
@@ -87,19 +127,92 @@ class Runtime:
     ) -> None:
         self.home = home
         self.store = store
-        self.tenant = tenant
-        self.project = project
         self.task_group = task_group
-        self.sessions = SessionService(store.sessions(tenant, project))
-        self.memory = MemoryService(store.memory(tenant, project), self.sessions)
         self.workflows = WorkflowRegistry()
         for workflow in builtin_workflows():
             self.workflows.register(workflow)
-        self.runs = RunService(self, store.runs(tenant, project))
         self.providers = ProviderRegistry(home)
-        self.sandboxes = SandboxRegistry(
-            home, default_backend=sandbox, opensandbox_settings=opensandbox, policy=sandbox_policy
+        self.lease_s = 30.0
+        self.poll_s = POLL_S
+        #: Durable workers of this process, whatever scope their runs are in (woken on local starts).
+        self.workers: list[Worker] = []
+        #: Local waiters on runs, by run id (ids are unique across scopes): one table for every scope.
+        self.run_waiters: dict[str, anyio.Event] = {}
+        self._sandbox_options: dict[str, Any] = {
+            "default_backend": sandbox,
+            "opensandbox_settings": opensandbox,
+            "policy": sandbox_policy,
+        }
+        self._scopes: dict[tuple[str, str], ScopeServices] = {}
+        # One variable per runtime: two runtimes in one process never see each other's scope.
+        self._current: ContextVar[tuple[str, str]] = ContextVar(f"rath_scope_{id(self):x}", default=(tenant, project))
+        self.scoped(tenant, project)
+
+    def scoped(self, tenant: str | None = None, project: str | None = None) -> ScopeServices:
+        """The services of ``tenant``/``project`` (default: the current scope), made on first use."""
+        key = self._current.get() if tenant is None or project is None else (tenant, project)
+        found = self._scopes.get(key)
+        if found is None:
+            found = self._scopes[key] = self._make_scope(*key)
+        return found
+
+    def _make_scope(self, tenant: str, project: str) -> ScopeServices:
+        check_scope_name("tenant", tenant)
+        check_scope_name("project", project)
+        sessions = SessionService(self.store.sessions(tenant, project))
+        options = dict(self._sandbox_options)
+        if (tenant, project) != ("local", "default"):  # OpenSandbox finds containers by label: one namespace per scope
+            given = options["opensandbox_settings"]
+            base = OpenSandboxSettings(**given) if isinstance(given, dict) else given or OpenSandboxSettings()
+            options["opensandbox_settings"] = replace(base, namespace=f"{base.namespace}.{tenant}.{project}")
+        sandboxes = SandboxRegistry(self.home, workspaces=workspaces_dir(self.home, tenant, project), **options)
+        return ScopeServices(
+            tenant=tenant,
+            project=project,
+            sessions=sessions,
+            runs=RunService(self, self.store.runs(tenant, project)),
+            memory=MemoryService(self.store.memory(tenant, project), sessions),
+            sandboxes=sandboxes,
         )
+
+    @contextmanager
+    def scope(self, tenant: str, project: str) -> Iterator[ScopeServices]:
+        """Work in ``tenant``/``project`` for the ``with`` block (and the tasks started in it)."""
+        services = self.scoped(tenant, project)
+        token = self._current.set((tenant, project))
+        try:
+            yield services
+        finally:
+            self._current.reset(token)
+
+    @property
+    def tenant(self) -> str:
+        return self._current.get()[0]
+
+    @property
+    def project(self) -> str:
+        return self._current.get()[1]
+
+    @property
+    def sessions(self) -> SessionService:
+        return self.scoped().sessions
+
+    @property
+    def runs(self) -> RunService:
+        return self.scoped().runs
+
+    @property
+    def memory(self) -> MemoryService:
+        return self.scoped().memory
+
+    @property
+    def sandboxes(self) -> SandboxRegistry:
+        return self.scoped().sandboxes
+
+    async def _close_scopes(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for services in list(self._scopes.values()):
+                await services.sandboxes.aclose()
 
     @classmethod
     @asynccontextmanager
@@ -132,8 +245,8 @@ class Runtime:
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
         """
-        _check_scope("tenant", tenant)  # checked before the database is opened: a plain error
-        _check_scope("project", project)
+        check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
+        check_scope_name("project", project)
         check_backend_name(sandbox)
         if not isinstance(workers, int) or workers < 0:
             raise InvalidInputError(f"workers must be a whole number of runs, 0 or more (got {workers!r})")
@@ -161,7 +274,7 @@ class Runtime:
                     opensandbox=opensandbox,
                     sandbox_policy=sandbox_policy,
                 )
-                rt.runs.lease_s, rt.runs.poll_s = lease_s, poll_s
+                rt.lease_s, rt.poll_s = lease_s, poll_s  # shared by every scope's RunService
                 tg.start_soon(rt.runs.follow_others)
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
@@ -173,8 +286,7 @@ class Runtime:
                     tg.cancel_scope.cancel()
                     with anyio.CancelScope(shield=True):  # close the model SDK clients even when cancelled
                         await rt.providers.aclose()
-                    with anyio.CancelScope(shield=True):
-                        await rt.sandboxes.aclose()
+                    await rt._close_scopes()
         finally:
             await backend.close()
         if body_error is not None:

@@ -37,15 +37,28 @@ STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 
 class RunService:
-    """Durable runs of one tenant/project, reached as ``runtime.runs``."""
+    """Durable runs of one tenant/project, reached as ``runtime.runs`` (in that scope).
 
-    def __init__(self, rt: Runtime, store: RunStore, *, lease_s: float = 30.0, poll_s: float = POLL_S) -> None:
+    The signals (local waiters, this process's workers, the lease length, the poll interval) belong to
+    the runtime and are shared by the services of every scope: a worker drives runs of all of them.
+    """
+
+    def __init__(self, rt: Runtime, store: RunStore) -> None:
         self.rt = rt
         self.store = store
-        self.lease_s = lease_s
-        self.poll_s = poll_s
-        self.workers: list[Worker] = []
-        self._waiters: dict[str, anyio.Event] = {}
+        self._waiters: dict[str, anyio.Event] = rt.run_waiters
+
+    @property
+    def lease_s(self) -> float:
+        return self.rt.lease_s
+
+    @property
+    def poll_s(self) -> float:
+        return self.rt.poll_s
+
+    @property
+    def workers(self) -> builtins.list[Worker]:
+        return self.rt.workers
 
     # -- signals -----------------------------------------------------------------------------
     def notify(self, *run_ids: str) -> None:

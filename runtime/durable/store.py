@@ -20,7 +20,8 @@ that workflow are ``running`` at once per ``concurrency_key`` (the key a run was
 runs without one share a group), however many workers and processes claim. A queued run whose
 group is full is skipped, and the others behind it in its group wait their turn (first in, first
 out by ``next_at``). Only ``running`` holds a slot: a run waiting on an interrupt, or for a retry,
-does not.
+does not. The running runs counted are those the claimer serves: the ``RunQueue`` (every worker
+claims through it) counts the whole store, every scope, as CONTRACT asks; a scoped store its scope.
 
 Changes to a run are given as ``RunChange``: run fields (the keys of ``RUN_FIELDS``) to set. Events
 are ``(type, data)`` pairs; the store numbers them (``seq``) in order after the run's last event.
@@ -134,6 +135,9 @@ class Claim:
     deadline: float | None
     lease_expires: float
     output_session_id: str | None = None
+    #: the run's scope: its worker drives it there (its sessions, effects, memory, workspace)
+    tenant: str = "local"
+    project: str = "default"
 
     @classmethod
     def from_row(cls, row: Any) -> Claim:
@@ -152,6 +156,8 @@ class Claim:
             deadline=row["deadline"],
             lease_expires=row["lease_expires"],
             output_session_id=row["output_session_id"],
+            tenant=row["tenant"],
+            project=row["project"],
         )
 
 
@@ -344,6 +350,53 @@ class RunStore(Protocol):
 
     async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
         """Record the interrupt and park the run: ``waiting``, lease given up, a checkpoint taken."""
+        ...
+
+
+class RunQueue(Protocol):
+    """The work of every tenant/project of a store, as a worker sees it (``StoreBackend.queue()``).
+
+    One worker serves every scope: it claims ready runs wherever they are (each ``Claim`` names its
+    run's tenant and project), takes over ended holders' runs and reaps across all of them. What it
+    then does for a run goes through the run's own scoped ``RunStore``.
+
+    ``limits`` are counted here across the whole store (every scope), per concurrency key when the
+    run has one: CONTRACT says "at most N of its runs execute at once across every worker of a store",
+    and every worker claims through this queue. (A scoped ``RunStore.claim`` counts what its scope
+    sees: one scope's store never depends on another scope's rows.)
+    """
+
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        """The earliest ``next_at`` of a queued run of these workflows in any scope that ``limits`` let run."""
+        ...
+
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        """As ``RunStore.claim``, across every scope, earliest ``next_at`` first; ``limits`` count the whole store."""
+        ...
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        """As ``RunStore.holders``, in any scope."""
+        ...
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        """As ``RunStore.take_over``, across every scope: the ended process's runs wherever they are."""
+        ...
+
+    async def needs_reaping(self) -> bool:
+        """As ``RunStore.needs_reaping``, in any scope."""
+        ...
+
+    async def reap(self) -> list[str]:
+        """As ``RunStore.reap``, across every scope."""
         ...
 
 

@@ -7,12 +7,16 @@ other processes: at once when the store's watch tells of one, else every ``poll_
 *reap* (requeues runs whose worker vanished, expires interrupts and deadlines). Any number of
 workers, in any number of processes, may share one store.
 
+A worker serves every tenant/project of its store: it claims, takes over and reaps through the
+store's ``RunQueue`` (across scopes), and drives each run inside the run's own scope (``rt.scope``),
+so the run's sessions, effects, memory writes and sandbox workspace stay where the run belongs.
+
 A worker vanishes in two ways. One on another machine is known gone only when its lease runs out.
 One on this host is known gone the moment its process is: every claim records its holder
 (``runtime.durable.owner``), and the reap loop, at once when the worker starts and then on every
-round (a read of the holders of running runs and a look at ``/proc``), takes over the runs of a
-holder that has ended, without waiting for its lease. Claims respect each workflow's
-``concurrency`` (``RunStore.claim``'s ``limits``).
+round (a read of the holders of running runs in any scope and a look at ``/proc``), takes over the
+runs of a holder that has ended, without waiting for its lease. Claims respect each workflow's
+``concurrency`` (``RunQueue.claim``'s ``limits``), counted across the whole store, every scope.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ RESTART_S = 1.0
 
 
 class Worker:
-    """Claims and runs durable runs of one runtime's tenant/project and known workflows."""
+    """Claims and runs durable runs of the runtime's known workflows, in every tenant/project of its store."""
 
     def __init__(
         self, rt: Runtime, *, slots: int = 4, lease_s: float | None = None, poll_s: float | None = None
@@ -53,6 +57,7 @@ class Worker:
         self.lease_s = lease_s if lease_s is not None else rt.runs.lease_s
         self.poll_s = poll_s if poll_s is not None else rt.runs.poll_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.queue = rt.store.queue()
         self.holder = this_process()  # None where /proc cannot say: then only leases recover our runs
         self.leases: dict[str, Lease] = {}
         self._wake = anyio.Event()
@@ -82,7 +87,7 @@ class Worker:
         finish or park; whatever is still running then is stopped and its lease released at
         once (so another worker resumes it without waiting for the lease to expire).
         """
-        self.rt.runs.workers.append(self)
+        self.rt.workers.append(self)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_resilient, self._renew_loop, "renew")
@@ -96,26 +101,25 @@ class Worker:
                             await self._slot_free.wait()
                     tg.cancel_scope.cancel()
         finally:
-            self.rt.runs.workers.remove(self)
+            self.rt.workers.remove(self)
 
     # -- claiming ----------------------------------------------------------------------------
     async def claim(self, limit: int) -> list[Claim]:
         """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
         names, limits = self.rt.workflows.names(), self.rt.workflows.limits()
         with anyio.CancelScope(shield=True):  # a claim that commits must reach its caller
-            claims = await self.rt.runs.store.claim(
-                self.owner, self.lease_s, limit, names, holder=self.holder, limits=limits
-            )
+            # every scope's ready runs; a limit counts the workflow's running runs in the whole store
+            claims = await self.queue.claim(self.owner, self.lease_s, limit, names, holder=self.holder, limits=limits)
         return claims
 
     async def take_over_ended(self) -> list[str]:
         """Requeue the runs held by processes of this host that have ended (prompt takeover); their ids."""
         if self.holder is None:
             return []
-        host, store, touched = self.holder.host, self.rt.runs.store, []
-        for pid, started in await store.holders(host):
+        host, touched = self.holder.host, []
+        for pid, started in await self.queue.holders(host):  # in every scope
             if is_gone(pid, started):
-                taken = await store.take_over(host, pid, started)
+                taken = await self.queue.take_over(host, pid, started)
                 log.info("took over %d run(s) of ended process %s on this host", len(taken), pid)
                 touched += taken
         return touched
@@ -138,7 +142,7 @@ class Worker:
                 await self._slot_free.wait()
                 continue
             self._wake = anyio.Event()
-            ready_at = await self.rt.runs.store.next_ready(self.rt.workflows.names(), limits=self.rt.workflows.limits())
+            ready_at = await self.queue.next_ready(self.rt.workflows.names(), limits=self.rt.workflows.limits())
             claims = await self.claim(free) if ready_at is not None and ready_at <= now() else []
             for claim in claims:
                 lease = Lease(claim.id, claim.token)
@@ -156,7 +160,8 @@ class Worker:
     async def _execute(self, claim: Claim, lease: Lease) -> None:
         try:
             plan = self.rt.workflows.get(claim.workflow)
-            await Runner(self.rt, plan, claim, lease).drive()
+            with self.rt.scope(claim.tenant, claim.project):
+                await Runner(self.rt, plan, claim, lease).drive()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._release([(lease.run_id, lease.token)])
@@ -165,7 +170,7 @@ class Worker:
             log.info("lease on run %s lost (token %s); its worker stopped", lease.run_id, lease.token)
         except Exception as exc:  # a bug in the runtime: fail the run rather than the whole worker
             log.exception("run %s crashed the runner", lease.run_id)
-            await self._crash(lease, exc)
+            await self._crash(claim, lease, exc)
         finally:
             self.leases.pop(lease.run_id, None)
             self._slot_free.set()
@@ -174,12 +179,14 @@ class Worker:
             if claim.workflow in self.rt.workflows.limits():  # a slot of its workflow is free: look again
                 self._wake_all()
 
-    async def _crash(self, lease: Lease, exc: Exception) -> None:
+    async def _crash(self, claim: Claim, lease: Lease, exc: Exception) -> None:
         sets = {**RELEASE, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
         events: list[EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
         with anyio.CancelScope(shield=True):
             try:
-                await self.rt.runs.store.commit(lease.run_id, lease.token, sets, events)
+                await self.rt.scoped(claim.tenant, claim.project).runs.store.commit(
+                    lease.run_id, lease.token, sets, events
+                )
             except Exception:
                 log.exception("could not record the crash of run %s", lease.run_id)
 
@@ -222,8 +229,8 @@ class Worker:
         """Take over ended holders' runs and reap, at once on start, then every second or half lease."""
         while True:
             touched = await self.take_over_ended()
-            if await self.rt.runs.store.needs_reaping():
-                touched += await self.rt.runs.store.reap()
+            if await self.queue.needs_reaping():
+                touched += await self.queue.reap()
             if touched:
                 self.rt.runs.notify(*touched)
                 self._wake_all()
@@ -231,7 +238,7 @@ class Worker:
 
     def _wake_all(self) -> None:
         """Wake every worker of this runtime (a run became claimable, or a concurrency slot freed)."""
-        for worker in self.rt.runs.workers:
+        for worker in self.rt.workers:
             worker.wake()
 
     async def _release(self, held: list[tuple[str, int]]) -> None:

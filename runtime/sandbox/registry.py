@@ -44,7 +44,9 @@ class SandboxRegistry:
         *,
         use_bwrap: bool | None = None,
         policy: SandboxPolicy | None = None,
+        workspaces: Path | None = None,
     ) -> None:
+        """``workspaces``: the directory of the local backend's workspaces (default ``home/workspaces``)."""
         if isinstance(opensandbox_settings, dict):
             opensandbox_settings = OpenSandboxSettings(**opensandbox_settings)
         self.home = Path(home)
@@ -52,7 +54,7 @@ class SandboxRegistry:
         self._opensandbox_settings = opensandbox_settings
         # The opensandbox backend (and its slow-to-import SDK) is made when first named: see _check_backend.
         self.backends: dict[str, Backend] = {
-            "local": LocalBackend(self.home / "workspaces", use_bwrap=use_bwrap, policy=self.policy),
+            "local": LocalBackend(workspaces or self.home / "workspaces", use_bwrap=use_bwrap, policy=self.policy),
         }
         self.default_backend = self._check_backend(default_backend)
         self._open: dict[tuple[str, str], Sandbox] = {}

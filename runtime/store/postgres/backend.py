@@ -14,7 +14,7 @@ from runtime.store.postgres import migrations
 from runtime.store.postgres.access import PostgresAuditStore, PostgresOpsStore, PostgresTokenStore
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.memory import PostgresMemoryStore
-from runtime.store.postgres.runs import PostgresRunStore
+from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore
 from runtime.store.postgres.schema import ALL
 from runtime.store.postgres.sessions import PostgresSessionStore
 from runtime.store.url import StoreURL
@@ -38,6 +38,9 @@ class PostgresBackend:
 
     def memory(self, tenant: str, project: str) -> PostgresMemoryStore:
         return PostgresMemoryStore(self.db, tenant, project)
+
+    def queue(self) -> PostgresRunQueue:
+        return PostgresRunQueue(self.db)
 
     def tokens(self) -> PostgresTokenStore:
         return PostgresTokenStore(self.db)

@@ -16,6 +16,12 @@ holder commits in milliseconds and the next poll or notification finds the slot.
 ranks queued runs within their group (workflow, concurrency key) by ``next_at`` and takes those
 whose rank plus the group's running count fits the limit, earliest first, then locks them
 ``FOR UPDATE SKIP LOCKED`` (a run being cancelled at that moment is simply left for later).
+
+What a limit counts is what the claimer serves (``scope``): ``None``, the ``RunQueue`` every worker
+claims through, counts the running runs of the whole store, every tenant/project (CONTRACT: "at most
+N of its runs execute at once across every worker of a store"), per concurrency key when the run has
+one; a scoped store counts its own scope's. So the lock is the workflow's, one for the whole store
+(not per scope): a claimer of any scope serialises with every other claimer of that workflow.
 """
 
 from __future__ import annotations
@@ -27,32 +33,40 @@ import asyncpg
 
 from runtime.durable.store import EventSpec, Holder, Limits
 from runtime.ids import now
-from runtime.store.postgres.durable import Scope, append_events, changed
+from runtime.store.postgres.durable import Scope, append_events, changed, scope_args
 
-_QUEUED = "status = 'queued' AND next_at <= $1 AND tenant = $2 AND project = $3 AND workflow = ANY($4::text[])"
+_QUEUED = (
+    "status = 'queued' AND next_at <= $1 AND tenant = COALESCE($2, tenant) AND project = COALESCE($3, project) "
+    "AND workflow = ANY($4::text[])"
+)
 
 
 def _busy(tenant: int, project: int, workflows: int, caps: int) -> str:
-    """CTEs ``busy`` (running runs per group of these workflows) and ``caps`` (workflow, limit), by placeholder."""
+    """CTEs ``busy`` (running runs per group of these workflows, in the claimer's scope: NULL tenant and
+    project are the whole store) and ``caps`` (workflow, limit), by placeholder."""
     return (
         "busy AS (SELECT workflow, concurrency_key AS ckey, COUNT(*) AS n FROM runs WHERE status = 'running' "
-        f"AND tenant = ${tenant} AND project = ${project} AND workflow = ANY(${workflows}::text[]) "
+        f"AND tenant = COALESCE(${tenant}::text, tenant) AND project = COALESCE(${project}::text, project) "
+        f"AND workflow = ANY(${workflows}::text[]) "
         "GROUP BY workflow, concurrency_key), "
         f"caps AS (SELECT * FROM unnest(${workflows}::text[], ${caps}::int[]) AS c(workflow, cap))"
     )
 
 
-async def _free(conn: asyncpg.Connection, scope: Scope, at: float, limit: int, workflows: list[str]) -> list[Any]:
+async def _free(
+    conn: asyncpg.Connection, scope: Scope | None, at: float, limit: int, workflows: list[str]
+) -> list[Any]:
     """Up to ``limit`` ready runs of workflows without a limit, locked (others' locked rows skipped)."""
     if not workflows:
         return []
     sql = f"SELECT id, next_at FROM runs WHERE {_QUEUED} ORDER BY next_at, id LIMIT $5 FOR UPDATE SKIP LOCKED"
-    return list(await conn.fetch(sql, at, scope.tenant, scope.project, workflows, limit))
+    return list(await conn.fetch(sql, at, *scope_args(scope), workflows, limit))
 
 
-async def _locked_workflows(conn: asyncpg.Connection, scope: Scope, workflows: list[str]) -> list[str]:
-    """Of these limited workflows, those whose claim lock this transaction got (tried, never waited for)."""
-    keys = [f"rath-concurrency/{scope.tenant}/{scope.project}/{w}" for w in workflows]
+async def _locked_workflows(conn: asyncpg.Connection, workflows: list[str]) -> list[str]:
+    """Of these limited workflows, those whose claim lock this transaction got (tried, never waited for).
+    One lock per workflow in the whole store, whatever the claimer's scope (see the module's note)."""
+    keys = [f"rath-concurrency/{w}" for w in workflows]
     got = await conn.fetch(
         "SELECT w, pg_try_advisory_xact_lock(hashtextextended(k, 0)) AS ok "
         "FROM unnest($1::text[], $2::text[]) AS l(w, k) ORDER BY k",
@@ -62,10 +76,10 @@ async def _locked_workflows(conn: asyncpg.Connection, scope: Scope, workflows: l
 
 
 async def _limited(
-    conn: asyncpg.Connection, scope: Scope, at: float, limit: int, workflows: list[str], limits: Limits
+    conn: asyncpg.Connection, scope: Scope | None, at: float, limit: int, workflows: list[str], limits: Limits
 ) -> list[Any]:
     """Up to ``limit`` ready runs of limited workflows that their limits let run, locked."""
-    mine = await _locked_workflows(conn, scope, workflows) if workflows else []
+    mine = await _locked_workflows(conn, workflows) if workflows else []
     if not mine:
         return []
     ids = await conn.fetch(
@@ -74,7 +88,7 @@ async def _limited(
         "SELECT r.id FROM ready r JOIN caps c ON c.workflow = r.workflow LEFT JOIN busy b ON b.workflow = r.workflow "
         "AND b.ckey IS NOT DISTINCT FROM r.ckey WHERE r.place + COALESCE(b.n, 0) <= c.cap "
         "ORDER BY r.next_at, r.id LIMIT $6",
-        at, scope.tenant, scope.project, mine, [limits[w] for w in mine], limit,
+        at, *scope_args(scope), mine, [limits[w] for w in mine], limit,
     )  # fmt: skip
     if not ids:
         return []
@@ -90,7 +104,7 @@ async def _limited(
 
 async def claim(
     conn: asyncpg.Connection,
-    scope: Scope,
+    scope: Scope | None,
     owner: str,
     lease_s: float,
     limit: int,
@@ -129,33 +143,35 @@ async def claim(
     return list(rows)
 
 
-async def next_ready(conn: asyncpg.Connection, scope: Scope, workflows: Sequence[str], limits: Limits) -> float | None:
+async def next_ready(
+    conn: asyncpg.Connection, scope: Scope | None, workflows: Sequence[str], limits: Limits
+) -> float | None:
     """The earliest ``next_at`` of a queued run of these workflows whose group has a free slot (None: none)."""
     if not workflows:
         return None
     names = list(workflows)
     if not any(w in limits for w in names):
         value = await conn.fetchval(
-            "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = $1 AND project = $2 "
-            "AND workflow = ANY($3::text[])",
-            scope.tenant, scope.project, names,
+            "SELECT MIN(next_at) FROM runs WHERE status = 'queued' AND tenant = COALESCE($1, tenant) "
+            "AND project = COALESCE($2, project) AND workflow = ANY($3::text[])",
+            *scope_args(scope), names,
         )  # fmt: skip
     else:
         value = await conn.fetchval(
             f"WITH {_busy(1, 2, 3, 4)} SELECT MIN(r.next_at) FROM runs r JOIN caps c ON c.workflow = r.workflow "
             "LEFT JOIN busy b ON b.workflow = r.workflow AND b.ckey IS NOT DISTINCT FROM r.concurrency_key "
-            "WHERE r.status = 'queued' AND r.tenant = $1 AND r.project = $2 AND r.workflow = ANY($3::text[]) "
-            "AND (c.cap IS NULL OR COALESCE(b.n, 0) < c.cap)",
-            scope.tenant, scope.project, names, [limits.get(w) for w in names],
+            "WHERE r.status = 'queued' AND r.tenant = COALESCE($1, r.tenant) AND r.project = COALESCE($2, r.project) "
+            "AND r.workflow = ANY($3::text[]) AND (c.cap IS NULL OR COALESCE(b.n, 0) < c.cap)",
+            *scope_args(scope), names, [limits.get(w) for w in names],
         )  # fmt: skip
     return None if value is None else float(value)
 
 
-async def holders(conn: asyncpg.Connection, scope: Scope, host: str) -> list[tuple[int, int]]:
-    """``(pid, started)`` of the processes of ``host`` that hold running runs of this scope."""
+async def holders(conn: asyncpg.Connection, scope: Scope | None, host: str) -> list[tuple[int, int]]:
+    """``(pid, started)`` of the processes of ``host`` that hold running runs of this scope (``None``: any)."""
     rows = await conn.fetch(
         "SELECT DISTINCT lease_pid, lease_started FROM runs WHERE status = 'running' AND lease_host = $1 "
-        "AND tenant = $2 AND project = $3 AND lease_pid IS NOT NULL",
-        host, scope.tenant, scope.project,
+        "AND tenant = COALESCE($2, tenant) AND project = COALESCE($3, project) AND lease_pid IS NOT NULL",
+        host, *scope_args(scope),
     )  # fmt: skip
     return [(int(r[0]), int(r[1])) for r in rows]

@@ -41,6 +41,12 @@ class Scope:
     project: str
 
 
+def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
+    """The worker's queries (claims, readiness, reaping) take ``Scope | None``, ``None`` being every scope;
+    they match ``tenant = COALESCE($n, tenant)``, one statement for both (no index is on tenant there)."""
+    return (None, None) if scope is None else (scope.tenant, scope.project)
+
+
 async def changed(conn: asyncpg.Connection, *run_ids: str) -> None:
     """Tell other processes (on commit) that these runs changed."""
     for run_id in dict.fromkeys(run_ids):
@@ -207,14 +213,15 @@ async def release(conn: asyncpg.Connection, leases: Sequence[tuple[str, int]]) -
     await changed(conn, *(r["id"] for r in rows))
 
 
-async def has_reapable(conn: asyncpg.Connection, scope: Scope) -> bool:
+async def has_reapable(conn: asyncpg.Connection, scope: Scope | None) -> bool:
     """Cheap read: is there anything for ``reap`` to do?"""
+    in_scope = "tenant = COALESCE($2, tenant) AND project = COALESCE($3, project)"
     found = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < $1 AND tenant = $2 "
-        "AND project = $3) OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < $1 "
-        "AND tenant = $2 AND project = $3) OR EXISTS (SELECT 1 FROM runs WHERE deadline < $1 AND tenant = $2 "
-        "AND project = $3 AND status IN ('queued', 'waiting', 'needs_review'))",
-        now(), scope.tenant, scope.project,
+        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < $1 AND {in_scope}) "
+        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < $1 AND {in_scope}) "
+        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < $1 AND {in_scope} "
+        "AND status IN ('queued', 'waiting', 'needs_review'))",
+        now(), *scope_args(scope),
     )  # fmt: skip
     return bool(found)
 

@@ -15,10 +15,10 @@ import asyncpg
 
 from runtime.durable.store import EventSpec, lost_worker_change
 from runtime.ids import now
-from runtime.store.postgres.durable import RELEASED, Scope, end_unheld, plain_update
+from runtime.store.postgres.durable import RELEASED, Scope, end_unheld, plain_update, scope_args
 
 
-async def reap(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+async def reap(conn: asyncpg.Connection, scope: Scope | None) -> list[str]:
     """Requeue runs with expired leases, expire interrupts, time out runs past their deadline."""
     touched = await _expired_leases(conn, scope)
     touched += await _expired_interrupts(conn, scope)
@@ -29,22 +29,23 @@ async def reap(conn: asyncpg.Connection, scope: Scope) -> list[str]:
 LOST_COLUMNS = "id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases"
 
 
-async def _expired_leases(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+async def _expired_leases(conn: asyncpg.Connection, scope: Scope | None) -> list[str]:
     rows = await conn.fetch(
-        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_expires < $1 AND tenant = $2 "
-        "AND project = $3 ORDER BY id FOR UPDATE SKIP LOCKED",
-        now(), scope.tenant, scope.project,
+        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_expires < $1 "
+        "AND tenant = COALESCE($2, tenant) AND project = COALESCE($3, project) ORDER BY id FOR UPDATE SKIP LOCKED",
+        now(), *scope_args(scope),
     )  # fmt: skip
     return [await _requeue_lost(conn, row, "lease.expired", "lease expired") for row in rows]
 
 
-async def take_over(conn: asyncpg.Connection, scope: Scope, host: str, pid: int, started: int) -> list[str]:
+async def take_over(conn: asyncpg.Connection, scope: Scope | None, host: str, pid: int, started: int) -> list[str]:
     """Requeue the running runs the ended process (``host``, ``pid``, ``started``) held, as for an expired lease
-    (each row locked, skipping any another taker or reaper holds right now)."""
+    (each row locked, skipping any another taker or reaper holds right now; ``None``: in every scope)."""
     rows = await conn.fetch(
         f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_host = $1 AND lease_pid = $2 "
-        "AND lease_started = $3 AND tenant = $4 AND project = $5 ORDER BY id FOR UPDATE SKIP LOCKED",
-        host, pid, started, scope.tenant, scope.project,
+        "AND lease_started = $3 AND tenant = COALESCE($4, tenant) AND project = COALESCE($5, project) "
+        "ORDER BY id FOR UPDATE SKIP LOCKED",
+        host, pid, started, *scope_args(scope),
     )  # fmt: skip
     return [await _requeue_lost(conn, row, "lease.taken_over", "its worker's process ended") for row in rows]
 
@@ -75,12 +76,13 @@ async def settle_in_flight(conn: asyncpg.Connection, run_id: str, events: list[E
     return [r["id"] for r in ambiguous]
 
 
-async def _expired_interrupts(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+async def _expired_interrupts(conn: asyncpg.Connection, scope: Scope | None) -> list[str]:
     at = now()
     locked = await conn.fetch(
         "SELECT id FROM runs WHERE id IN (SELECT run_id FROM run_interrupts WHERE status = 'pending' "
-        "AND expires_at < $1 AND tenant = $2 AND project = $3) ORDER BY id FOR UPDATE SKIP LOCKED",
-        at, scope.tenant, scope.project,
+        "AND expires_at < $1 AND tenant = COALESCE($2, tenant) AND project = COALESCE($3, project)) "
+        "ORDER BY id FOR UPDATE SKIP LOCKED",
+        at, *scope_args(scope),
     )  # fmt: skip
     if not locked:
         return []
@@ -95,11 +97,11 @@ async def _expired_interrupts(conn: asyncpg.Connection, scope: Scope) -> list[st
     return [r["run_id"] for r in rows]
 
 
-async def _past_deadline(conn: asyncpg.Connection, scope: Scope) -> list[str]:
+async def _past_deadline(conn: asyncpg.Connection, scope: Scope | None) -> list[str]:
     rows = await conn.fetch(
         "SELECT id FROM runs WHERE status IN ('queued', 'waiting', 'needs_review') AND deadline < $1 "
-        "AND tenant = $2 AND project = $3 ORDER BY id FOR UPDATE SKIP LOCKED",
-        now(), scope.tenant, scope.project,
+        "AND tenant = COALESCE($2, tenant) AND project = COALESCE($3, project) ORDER BY id FOR UPDATE SKIP LOCKED",
+        now(), *scope_args(scope),
     )  # fmt: skip
     for row in rows:
         await end_unheld(conn, row["id"], "timed_out", "deadline passed", {"error": "the run's deadline passed"})

@@ -65,6 +65,42 @@ async def _relay(sub: Subscription, hear: Callable[[Sequence[str]], None], quiet
             hear(list(dict.fromkeys(n.payload for n in notes if n.payload)))
 
 
+class PostgresRunQueue:
+    """The ``RunQueue`` of a database: claims, readiness, takeover and reaping across every tenant/project."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self.db = db
+
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        return await self.db.read(lambda c: claims.next_ready(c, None, workflows, limits or {}))
+
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        # scope None: ready runs of every scope, and limits count the running runs of the whole store
+        rows = await self.db.write(lambda c: claims.claim(c, None, owner, lease_s, limit, workflows, holder, limits))
+        return [Claim.from_row(row) for row in rows]
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        return await self.db.read(lambda c: claims.holders(c, None, host))
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        return await self.db.write(lambda c: reap.take_over(c, None, host, pid, started))
+
+    async def needs_reaping(self) -> bool:
+        return await self.db.read(lambda c: durable.has_reapable(c, None))
+
+    async def reap(self) -> list[str]:
+        return await self.db.write(lambda c: reap.reap(c, None))
+
+
 class PostgresRunStore:
     """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in PostgreSQL."""
 

@@ -16,7 +16,7 @@ from runtime.store.sqlite.access import SQLiteAuditStore, SQLiteOpsStore, SQLite
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
-from runtime.store.sqlite.runs import SQLiteRunStore
+from runtime.store.sqlite.runs import SQLiteRunQueue, SQLiteRunStore
 from runtime.store.sqlite.sessions import SQLiteSessionStore
 from runtime.store.url import StoreURL
 
@@ -39,6 +39,9 @@ class SQLiteBackend:
 
     def memory(self, tenant: str, project: str) -> SQLiteMemoryStore:
         return SQLiteMemoryStore(self.db, tenant, project)
+
+    def queue(self) -> SQLiteRunQueue:
+        return SQLiteRunQueue(self.db)
 
     def tokens(self) -> SQLiteTokenStore:
         return SQLiteTokenStore(self.db)

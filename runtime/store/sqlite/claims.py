@@ -7,6 +7,11 @@ within their group (workflow, concurrency key) by ``next_at``; a run is claimabl
 plus the group's running count stays within the workflow's limit; the claimable ones are taken
 earliest first. Workflows without a limit take the plain query (no ranking).
 
+What a limit counts is what the claimer serves (``scope``): ``None``, the ``RunQueue`` every worker
+claims through, counts the running runs of the whole store, every tenant/project (CONTRACT: "at most
+N of its runs execute at once across every worker of a store"), per concurrency key when the run has
+one; a scoped store counts its own scope's. The ready runs are those of ``scope`` (``None``: every scope).
+
 Every claim also records the claiming process (``lease_host``, ``lease_pid``, ``lease_started``),
 which ``holders`` lists and ``reap.take_over`` acts on when that process is gone.
 """
@@ -19,27 +24,30 @@ from typing import Any
 
 from runtime.durable.store import EventSpec, Holder, Limits
 from runtime.ids import now
-from runtime.store.sqlite.durable import Scope, append_events
+from runtime.store.sqlite.durable import IN_SCOPE, Scope, append_events, scope_args
 
 
 def _caps(workflows: Sequence[str], limits: Limits) -> tuple[str, list[Any]]:
-    """A ``caps(workflow, cap)`` CTE of every asked workflow (cap NULL: no limit) and the counts running."""
+    """A ``caps(workflow, cap)`` CTE of every asked workflow (cap NULL: no limit) and the counts running
+    (``busy``, in the claimer's scope: its two ``IN_SCOPE`` parameters follow ``args``)."""
     rows = ", ".join("(?, ?)" for _ in workflows)
     sql = (
         f"caps(workflow, cap) AS (VALUES {rows}), "
         "busy AS (SELECT workflow, concurrency_key AS ckey, COUNT(*) AS n FROM runs WHERE status = 'running' "
-        "AND tenant = ? AND project = ? AND workflow IN (SELECT workflow FROM caps WHERE cap IS NOT NULL) "
+        f"AND {IN_SCOPE} AND workflow IN (SELECT workflow FROM caps WHERE cap IS NOT NULL) "
         "GROUP BY workflow, concurrency_key)"
     )
     args: list[Any] = [v for w in workflows for v in (w, limits.get(w))]
     return sql, args
 
 
-def _claimable(scope: Scope, at: float, limit: int, workflows: Sequence[str], limits: Limits) -> tuple[str, list[Any]]:
+def _claimable(
+    scope: Scope | None, at: float, limit: int, workflows: Sequence[str], limits: Limits
+) -> tuple[str, list[Any]]:
     """A query of the ids of the runs to claim, earliest first, that every workflow's limit lets run."""
     marks = ", ".join("?" for _ in workflows)
-    where = f"status = 'queued' AND next_at <= ? AND tenant = ? AND project = ? AND workflow IN ({marks})"
-    here = [scope.tenant, scope.project]
+    where = f"status = 'queued' AND next_at <= ? AND {IN_SCOPE} AND workflow IN ({marks})"
+    here = list(scope_args(scope))
     if not any(w in limits for w in workflows):
         return f"SELECT id FROM runs WHERE {where} ORDER BY next_at, id LIMIT ?", [at, *here, *workflows, limit]
     caps, args = _caps(workflows, limits)
@@ -55,7 +63,7 @@ def _claimable(scope: Scope, at: float, limit: int, workflows: Sequence[str], li
 
 def claim(
     conn: sqlite3.Connection,
-    scope: Scope,
+    scope: Scope | None,
     owner: str,
     lease_s: float,
     limit: int,
@@ -86,13 +94,16 @@ def claim(
     return rows
 
 
-def next_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str], limits: Limits) -> float | None:
+def next_ready(conn: sqlite3.Connection, scope: Scope | None, workflows: Sequence[str], limits: Limits) -> float | None:
     """The earliest ``next_at`` of a queued run of these workflows whose group has a free slot (None: none)."""
     if not workflows:
         return None
     marks = ", ".join("?" for _ in workflows)
-    here = (scope.tenant, scope.project)
-    where = f"r.status = 'queued' AND r.tenant = ? AND r.project = ? AND r.workflow IN ({marks})"
+    here = scope_args(scope)
+    where = (
+        "r.status = 'queued' AND r.tenant = COALESCE(?, r.tenant) AND r.project = COALESCE(?, r.project) "
+        f"AND r.workflow IN ({marks})"
+    )
     if not any(w in limits for w in workflows):
         row = conn.execute(f"SELECT MIN(next_at) FROM runs r WHERE {where}", (*here, *workflows)).fetchone()
     else:
@@ -106,11 +117,11 @@ def next_ready(conn: sqlite3.Connection, scope: Scope, workflows: Sequence[str],
     return None if row[0] is None else float(row[0])
 
 
-def holders(conn: sqlite3.Connection, scope: Scope, host: str) -> list[tuple[int, int]]:
-    """``(pid, started)`` of the processes of ``host`` that hold running runs of this scope."""
+def holders(conn: sqlite3.Connection, scope: Scope | None, host: str) -> list[tuple[int, int]]:
+    """``(pid, started)`` of the processes of ``host`` that hold running runs of this scope (``None``: any)."""
     rows = conn.execute(
         "SELECT DISTINCT lease_pid, lease_started FROM runs WHERE status = 'running' AND lease_host = ? "
-        "AND tenant = ? AND project = ? AND lease_pid IS NOT NULL",
-        (host, scope.tenant, scope.project),
+        f"AND {IN_SCOPE} AND lease_pid IS NOT NULL",
+        (host, *scope_args(scope)),
     )
     return [(int(r[0]), int(r[1])) for r in rows]

@@ -25,6 +25,16 @@ class Scope:
     project: str
 
 
+#: The worker's queries (claims, readiness, reaping) take ``Scope | None``; ``None`` is every scope.
+#: They match ``tenant = COALESCE(?, tenant)``: one statement for both (no index is on tenant there).
+IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
+
+
+def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
+    """The two parameters of ``IN_SCOPE``."""
+    return (None, None) if scope is None else (scope.tenant, scope.project)
+
+
 def append_events(conn: sqlite3.Connection, run_id: str, last_seq: int, events: Sequence[EventSpec], at: float) -> None:
     """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row)."""
     first = last_seq - len(events) + 1
@@ -145,15 +155,15 @@ def release(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]]) -> None
     )
 
 
-def has_reapable(conn: sqlite3.Connection, scope: Scope) -> bool:
+def has_reapable(conn: sqlite3.Connection, scope: Scope | None) -> bool:
     """Cheap read: is there anything for ``reap`` to do?"""
     at = now()
     row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? "
-        "AND project = ?) OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? "
-        "AND tenant = ? AND project = ?) OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND tenant = ? "
-        "AND project = ? AND status IN ('queued', 'waiting', 'needs_review'))",
-        (at, scope.tenant, scope.project) * 3,
+        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND {IN_SCOPE}) "
+        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND {IN_SCOPE}) "
+        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND {IN_SCOPE} "
+        "AND status IN ('queued', 'waiting', 'needs_review'))",
+        (at, *scope_args(scope)) * 3,
     ).fetchone()
     return bool(row[0])
 

@@ -19,11 +19,11 @@ import sqlite3
 
 from runtime.durable.store import EventSpec, lost_worker_change
 from runtime.ids import now
-from runtime.store.sqlite.durable import RELEASED, Scope, end_unheld, plain_update
+from runtime.store.sqlite.durable import IN_SCOPE, RELEASED, Scope, end_unheld, plain_update, scope_args
 
 
-def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
-    """Requeue runs with expired leases, expire interrupts, time out runs past their deadline."""
+def reap(conn: sqlite3.Connection, scope: Scope | None) -> list[str]:
+    """Requeue runs with expired leases, expire interrupts, time out runs past deadline (``None``: every scope)."""
     touched = _expired_leases(conn, scope)
     touched += _expired_interrupts(conn, scope)
     touched += _past_deadline(conn, scope)
@@ -33,21 +33,21 @@ def reap(conn: sqlite3.Connection, scope: Scope) -> list[str]:
 LOST_COLUMNS = "id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases"
 
 
-def _expired_leases(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+def _expired_leases(conn: sqlite3.Connection, scope: Scope | None) -> list[str]:
     rows = conn.execute(
-        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_expires < ? AND tenant = ? "
-        "AND project = ?",
-        (now(), scope.tenant, scope.project),
+        f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_expires < ? AND {IN_SCOPE}",
+        (now(), *scope_args(scope)),
     ).fetchall()
     return [_requeue_lost(conn, row, "lease.expired", "lease expired") for row in rows]
 
 
-def take_over(conn: sqlite3.Connection, scope: Scope, host: str, pid: int, started: int) -> list[str]:
-    """Requeue the running runs the ended process (``host``, ``pid``, ``started``) held, as for an expired lease."""
+def take_over(conn: sqlite3.Connection, scope: Scope | None, host: str, pid: int, started: int) -> list[str]:
+    """Requeue the running runs the ended process (``host``, ``pid``, ``started``) held, as for an expired lease
+    (``None``: in every scope)."""
     rows = conn.execute(
         f"SELECT {LOST_COLUMNS} FROM runs WHERE status = 'running' AND lease_host = ? AND lease_pid = ? "
-        "AND lease_started = ? AND tenant = ? AND project = ?",
-        (host, pid, started, scope.tenant, scope.project),
+        f"AND lease_started = ? AND {IN_SCOPE}",
+        (host, pid, started, *scope_args(scope)),
     ).fetchall()
     return [_requeue_lost(conn, row, "lease.taken_over", "its worker's process ended") for row in rows]
 
@@ -80,11 +80,11 @@ def settle_in_flight(conn: sqlite3.Connection, run_id: str, events: list[EventSp
     return ambiguous
 
 
-def _expired_interrupts(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+def _expired_interrupts(conn: sqlite3.Connection, scope: Scope | None) -> list[str]:
     rows = conn.execute(
-        "SELECT run_id, MIN(id) FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND tenant = ? "
-        "AND project = ? GROUP BY run_id",
-        (now(), scope.tenant, scope.project),
+        f"SELECT run_id, MIN(id) FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND {IN_SCOPE} "
+        "GROUP BY run_id",
+        (now(), *scope_args(scope)),
     ).fetchall()
     for run_id, interrupt_id in rows:
         end_unheld(
@@ -93,11 +93,10 @@ def _expired_interrupts(conn: sqlite3.Connection, scope: Scope) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _past_deadline(conn: sqlite3.Connection, scope: Scope) -> list[str]:
+def _past_deadline(conn: sqlite3.Connection, scope: Scope | None) -> list[str]:
     rows = conn.execute(
-        "SELECT id FROM runs WHERE status IN ('queued', 'waiting', 'needs_review') AND deadline < ? "
-        "AND tenant = ? AND project = ?",
-        (now(), scope.tenant, scope.project),
+        f"SELECT id FROM runs WHERE status IN ('queued', 'waiting', 'needs_review') AND deadline < ? AND {IN_SCOPE}",
+        (now(), *scope_args(scope)),
     ).fetchall()
     for row in rows:
         end_unheld(conn, row[0], "timed_out", "deadline passed", {"error": "the run's deadline passed"})

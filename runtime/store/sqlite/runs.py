@@ -48,6 +48,42 @@ def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list
     return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
 
 
+class SQLiteRunQueue:
+    """The ``RunQueue`` of a database: claims, readiness, takeover and reaping across every tenant/project."""
+
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self.db = db
+
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        return await self.db.read(lambda c: claims.next_ready(c, None, workflows, limits or {}))
+
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        # scope None: ready runs of every scope, and limits count the running runs of the whole store
+        rows = await self.db.write(lambda c: claims.claim(c, None, owner, lease_s, limit, workflows, holder, limits))
+        return [Claim.from_row(row) for row in rows]
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        return await self.db.read(lambda c: claims.holders(c, None, host))
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        return await self.db.write(lambda c: reap.take_over(c, None, host, pid, started))
+
+    async def needs_reaping(self) -> bool:
+        return await self.db.read(lambda c: durable.has_reapable(c, None))
+
+    async def reap(self) -> list[str]:
+        return await self.db.write(lambda c: reap.reap(c, None))
+
+
 class SQLiteRunStore:
     """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in SQLite."""
 

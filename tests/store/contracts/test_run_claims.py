@@ -187,3 +187,45 @@ async def test_a_limit_never_touches_another_scopes_runs(backend: StoreBackend) 
     mine = await started(ours)
     assert [c.id for c in await ours.claim("w", 30.0, 1, ["wf"], limits={"wf": 1})] == [mine]
     assert claim.token == 1
+
+
+# -- the queue (every scope of the store, as workers claim) -----------------------------------------
+async def test_the_queue_counts_a_limit_across_every_scope_of_the_store_per_key(backend: StoreBackend) -> None:
+    queue, a, b = backend.queue(), runs(backend, "alpha"), runs(backend, "beta")
+    await keyed(a, "k1")
+    b_k1, b_k2 = await keyed(b, "k1"), await keyed(b, "k2")
+    limits = {"wf": 1}
+    (first,) = await queue.claim("w", 30.0, 1, ["wf"], limits=limits)  # the earliest: alpha's k1
+    assert (first.tenant, first.project) == ("local", "alpha")
+    rest = await queue.claim("w", 30.0, 10, ["wf"], limits=limits)
+    assert [c.id for c in rest] == [b_k2]  # k1 is full in the store: beta's k1 waits for alpha's
+    assert await queue.next_ready(["wf"], limits=limits) is None
+    await succeed(a, first.id, first.token)
+    assert await queue.next_ready(["wf"], limits=limits) is not None
+    assert [c.id for c in await queue.claim("w", 30.0, 10, ["wf"], limits=limits)] == [b_k1]
+
+
+async def test_the_queue_counts_keyless_runs_of_every_scope_as_one_group(backend: StoreBackend) -> None:
+    queue, a, b = backend.queue(), runs(backend, "alpha"), runs(backend, "beta")
+    await started(a)
+    (held,) = await queue.claim("w", 30.0, 1, ["wf"], limits={"wf": 1})
+    waiting = await started(b)
+    assert await queue.claim("w", 30.0, 10, ["wf"], limits={"wf": 1}) == []
+    assert [c.id for c in await queue.claim("w", 30.0, 10, ["wf"], limits={"wf": 2})] == [waiting]
+    assert held.project == "alpha"
+
+
+async def test_the_queue_lists_and_takes_over_an_ended_holders_runs_in_every_scope(backend: StoreBackend) -> None:
+    queue, a, b = backend.queue(), runs(backend, "alpha"), runs(backend, "beta")
+    in_a, in_b = await started(a), await started(b)
+    claims = await queue.claim("dead", 3600.0, 2, ["wf"], holder=DEAD)
+    assert {c.id for c in claims} == {in_a, in_b}
+    await queue.claim("alive", 3600.0, 1, ["wf"], holder=ALIVE)  # nothing left to claim
+    assert await queue.holders(HOST) == [(100, 5)]
+    assert await a.holders(HOST) == [(100, 5)] and await runs(backend, "gamma").holders(HOST) == []
+    assert not await queue.needs_reaping()  # no lease ran out: only takeover hands the runs on
+    assert sorted(await queue.take_over(HOST, 100, 5)) == sorted([in_a, in_b])
+    assert await queue.take_over(HOST, 100, 5) == []
+    assert (await a.get(in_a)).status == "queued" and (await b.get(in_b)).status == "queued"
+    assert [e.type for e in await b.events(in_b, 0, 100)][-2:] == ["lease.taken_over", "run.state.changed"]
+    assert await queue.holders(HOST) == []

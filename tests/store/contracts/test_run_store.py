@@ -425,3 +425,26 @@ async def test_a_retry_is_claimable_only_its_backoff_after_the_failing_commit(ba
     assert queued.status == "queued" and queued.next_at == failed.created_at + 3600.0
     assert await store.claim("w", 30.0, 1, ["wf"]) == []  # not before its backoff
     assert await store.next_ready(["wf"]) == queued.next_at
+
+
+async def test_the_queue_claims_and_reaps_across_scopes_and_each_claim_names_its_runs_scope(
+    backend: StoreBackend,
+) -> None:
+    queue = backend.queue()
+    a, b = backend.runs("acme", "alpha"), backend.runs("bravo", "beta")
+    assert await queue.next_ready(["wf"]) is None and not await queue.needs_reaping()
+    in_a, in_b = await started(a), await started(b)
+    ready = await queue.next_ready(["wf"])
+    assert ready is not None and ready <= now()
+    assert await a.claim("scoped", 30.0, 10, ["other"]) == []
+    claims = await queue.claim("w", EXPIRED, 10, ["wf"])
+    assert {(c.id, c.tenant, c.project) for c in claims} == {(in_a, "acme", "alpha"), (in_b, "bravo", "beta")}
+    assert await queue.claim("w", 30.0, 10, ["wf"]) == []  # none claimed twice
+    assert await a.needs_reaping() and await queue.needs_reaping()
+    assert sorted(await queue.reap()) == sorted([in_a, in_b])  # both scopes' expired leases, one call
+    assert (await a.get(in_a)).status == "queued" and (await b.get(in_b)).status == "queued"
+    (only_a,) = await a.claim("scoped", 30.0, 10, ["wf"])  # a scoped store still claims only its own
+    assert (only_a.id, only_a.tenant, only_a.project) == (in_a, "acme", "alpha")
+    late = await started(b, deadline=now() - 1)
+    assert await queue.needs_reaping() and not await a.needs_reaping()
+    assert await queue.reap() == [late] and (await b.get(late)).status == "timed_out"

@@ -17,7 +17,7 @@ from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
 
 pytestmark = pytest.mark.anyio
-LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('rath-concurrency/local/default/limited', 0))"
+LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('rath-concurrency/limited', 0))"
 
 
 async def test_a_claim_skips_a_limited_workflow_whose_count_another_transaction_holds(pg_url: str) -> None:
