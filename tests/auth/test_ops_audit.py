@@ -146,3 +146,23 @@ def test_only_ids_are_taken_as_targets_and_grant_refusals_are_recognised() -> No
     ]
     assert missing_grant("session_fork needs the grant session.write") == "session.write"
     assert missing_grant("session ses_x not found") is None
+
+
+async def test_the_real_grant_check_refuses_a_token_without_its_grant_and_the_refusal_is_audited(rt: Runtime) -> None:
+    secret = await token(rt, "session.read")  # no session.write
+    async with (
+        rath_http(rt) as served,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}) as http,
+        Client(streamable_http_client(served.mcp, http_client=http)) as connected,
+    ):
+        refused = await connected.call_tool("session_create", {"message": "not written"})
+        assert refused.is_error
+        first = refused.content[0]
+        assert isinstance(first, TextContent) and "needs the grant 'session.write'" in first.text
+        listed = await connected.call_tool("session_list", {})
+        assert not listed.is_error and listed.structured_content is not None
+        assert listed.structured_content["sessions"] == []  # nothing was written
+    records = await rt.store.audit().recent(20)
+    assert [(r.action, r.outcome, r.reason) for r in records] == [
+        ("session_create", "refused", "missing grant session.write")
+    ]
