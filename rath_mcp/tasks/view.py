@@ -114,11 +114,12 @@ def handshake_task(run: Run, origin: TaskOrigin) -> dict[str, Any]:
 
 
 def extension_task(run: Run) -> dict[str, Any]:
-    """The ``io.modelcontextprotocol/tasks`` (SEP-2663) ``Task``: runs are kept for ever, so ttlSeconds is null."""
-    task = {**_task(run), "ttlSeconds": None}
+    """The ``io.modelcontextprotocol/tasks`` (SEP-2663) ``Task`` (``ttlMs``, ``pollIntervalMs``): runs are kept
+    for ever, so ``ttlMs`` is null."""
+    task = {**_task(run), "ttlMs": None}
     interval = poll_ms(run)
     if interval is not None:
-        task["pollIntervalMilliseconds"] = interval
+        task["pollIntervalMs"] = interval
     return task
 
 

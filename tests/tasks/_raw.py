@@ -88,7 +88,7 @@ class _Wire:
                 if until(task):
                     return task
                 await anyio.sleep(
-                    min(task.get("pollInterval") or task.get("pollIntervalMilliseconds") or 100, 200) / 1000
+                    min(task.get("pollInterval") or task.get("pollIntervalMs") or 100, 200) / 1000
                 )
 
 

@@ -124,7 +124,7 @@ async def test_a_2026_task_carries_its_input_requests_and_is_answered_with_tasks
         )
         assert created["resultType"] == "task" and created["status"] == "working"
         task_id = created["taskId"]
-        assert created["ttlSeconds"] is None and created["pollIntervalMilliseconds"] > 0
+        assert created["ttlMs"] is None and created["pollIntervalMs"] > 0
 
         waiting = await client.poll(task_id, lambda t: t["status"] == "input_required")
         assert waiting["resultType"] == "complete"
