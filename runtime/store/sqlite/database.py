@@ -20,7 +20,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
@@ -51,15 +51,45 @@ class _Write(Generic[T]):
     done: bool = False
 
 
-@dataclass
 class _Batch:
-    finished: anyio.Event = field(default_factory=anyio.Event)
+    """A batch on its way to the writer. Its event is made for the first writer that waits on it: a lone
+    writer's batch has none to make or set."""
+
+    __slots__ = ("_finished",)
+
+    def __init__(self) -> None:
+        self._finished: anyio.Event | None = None
+
+    async def wait(self) -> None:
+        if self._finished is None:
+            self._finished = anyio.Event()
+        await self._finished.wait()
+
+    def finish(self) -> None:
+        if self._finished is not None:
+            self._finished.set()
 
 
-_Job = tuple[Callable[[sqlite3.Connection], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+class _Job:
+    """A function for a connection's thread, and how its caller learns the outcome.
+
+    ``future`` is what the caller awaits. A job that must finish (``finish``) runs even when its
+    caller was cancelled meanwhile; the caller then waits on a fresh ``future`` until ``done``.
+    """
+
+    __slots__ = ("done", "finish", "fn", "future", "loop")
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], Any], loop: asyncio.AbstractEventLoop, finish: bool) -> None:
+        self.fn = fn
+        self.loop = loop
+        self.future: asyncio.Future[Any] = loop.create_future()
+        self.finish = finish
+        self.done = False
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+def _settle(job: _Job, result: Any, error: BaseException | None) -> None:
+    job.done = True
+    future = job.future
     if future.done():  # its caller was cancelled and stopped waiting
         return
     if error is not None:
@@ -72,7 +102,9 @@ class _ConnectionThreads:
     """Threads that each own one connection and run the functions put on their shared queue.
 
     A hop is one queue put and one ``call_soon_threadsafe``: a third of what ``anyio.to_thread``
-    costs here (about 35 against 100 microseconds), which is a tenth of a whole tool call.
+    costs here (about 35 against 100 microseconds), which is a tenth of a whole tool call. The
+    caller awaits the job's own future directly, even for a job that must finish (no
+    ``asyncio.shield``, whose extra future costs an event-loop pass on every commit).
     """
 
     def __init__(self, name: str, connections: list[sqlite3.Connection]) -> None:
@@ -98,19 +130,22 @@ class _ConnectionThreads:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise StoreError("the SQLite store needs asyncio (anyio's default backend) to run on") from None
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((fn, loop, future))
+        job = _Job(fn, loop, finish)
+        self._jobs.put(job)
         if not finish:
-            return await future
+            return await job.future  # type: ignore[no-any-return]
         try:
-            return await asyncio.shield(future)  # a cancel reaches only the shield: the job stays wanted
+            return await job.future  # type: ignore[no-any-return]
         except asyncio.CancelledError:
-            with anyio.CancelScope(shield=True):  # no re-delivered anyio cancel while we wait it out
-                while not future.done():
+            # The cancel cancelled only the future we awaited: the job stays wanted and runs. Wait it
+            # out on fresh futures (no re-delivered anyio cancel meanwhile), then let the cancel go on.
+            with anyio.CancelScope(shield=True):
+                while not job.done:
+                    job.future = loop.create_future()
                     with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.wait([future])  # returns when done, whatever the job raised
-            if not future.cancelled():
-                future.exception()  # seen: the cancellation is what the caller gets
+                        await asyncio.wait([job.future])  # returns when done, whatever the job raised
+                    if job.future.done() and not job.future.cancelled():
+                        job.future.exception()  # seen: the cancellation is what the caller gets
             raise
 
     def stop(self) -> None:
@@ -127,8 +162,7 @@ class _ConnectionThreads:
     def _serve(self, conn: sqlite3.Connection) -> None:
         try:
             while (job := self._jobs.get()) is not None:
-                fn, loop, future = job
-                if future.cancelled():  # its caller stopped waiting before it started
+                if not job.finish and job.future.cancelled():  # its caller stopped waiting before it started
                     continue
                 result: Any = None
                 error: BaseException | None = None
@@ -136,18 +170,18 @@ class _ConnectionThreads:
                     error = StoreError("the database is closed")
                 else:
                     try:
-                        result = fn(conn)
+                        result = job.fn(conn)
                     except BaseException as exc:
                         error = exc
                     if self._stopped:  # closed while this ran: close the connection before the caller resumes
                         conn.close()
                 try:
-                    loop.call_soon_threadsafe(_settle, future, result, error)
+                    job.loop.call_soon_threadsafe(_settle, job, result, error)
                 except RuntimeError:  # the event loop is gone: nobody is waiting
                     pass
                 # Drop this job's references now: kept until the next job, a large result would stay
                 # in memory while idle and its freeing would be charged to whoever comes next.
-                del job, fn, loop, future, result, error
+                del job, result, error
         finally:
             conn.close()
 
@@ -238,18 +272,20 @@ class SQLiteDatabase:
         """
         item: _Write[T] = _Write(fn)
         self._pending.append(item)
+        waited = False
         while not item.done:
             batch = self._batch
             if batch is not None:
                 try:
-                    await batch.finished.wait()
+                    await batch.wait()
                 except BaseException:
                     if item in self._pending:  # not taken yet: withdraw it, nothing was written
                         self._pending.remove(item)
                     raise
+                waited = True
                 continue
             try:
-                await self._lead_batch()
+                await self._lead_batch(waited)
             except BaseException:
                 if item in self._pending:  # handed back unrun (the leader was torn down): withdraw it
                     self._pending.remove(item)
@@ -258,26 +294,42 @@ class SQLiteDatabase:
             raise health.store_error(self.path, item.error) or item.error
         return item.result  # type: ignore[no-any-return]
 
-    async def _lead_batch(self) -> None:
+    async def _lead_batch(self, waited: bool) -> None:
+        """Take every pending write to the writer as one transaction.
+
+        A leader that ``waited`` for the batch before gives the loop one pass first: the writers that
+        batch just woke run on, and their next writes join this one. A leader that found the writer
+        idle goes at once: a lone writer pays no window (one loop pass on every commit of a lone run).
+        """
         batch = self._batch = _Batch()
         items, self._pending = self._pending, []
         try:
             if not items:
                 return
             with anyio.CancelScope(shield=True):
-                async with self._write_limiter:
+                limiter = self._write_limiter
+                if waited:
+                    await limiter.acquire()  # the pass of the loop (a checkpoint), then the writer
+                else:
+                    try:
+                        limiter.acquire_nowait()
+                    except anyio.WouldBlock:  # close() holds the writer
+                        await limiter.acquire()
+                try:
                     writer = self._writer
                     if writer is None:
                         for item in items:
                             item.error, item.done = StoreError("the database is closed"), True
                         return
                     await writer.run(lambda conn: self._commit_batch(conn, items), finish=True)
+                finally:
+                    limiter.release()
         finally:
             # A batch that never reached the writer (its leader torn down while queueing for it) wrote
             # nothing: its writes go back to the front of the queue, for the next leader to take.
             self._pending[:0] = [item for item in items if not item.done]
             self._batch = None
-            batch.finished.set()
+            batch.finish()
 
     def _commit_batch(self, conn: sqlite3.Connection, items: list[_Write[Any]]) -> None:
         try:
