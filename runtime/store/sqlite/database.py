@@ -88,6 +88,7 @@ class SQLiteDatabase:
         self._write_limiter = anyio.CapacityLimiter(1)
         self._pending: list[_Write[Any]] = []
         self._batch: _Batch | None = None
+        self._last_batch = 0  # writes in the last batch: more than one, and the next leader waits a pass
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self, migrations: Sequence[Migration]) -> None:
@@ -178,25 +179,28 @@ class SQLiteDatabase:
     async def _lead_batch(self, waited: bool) -> None:
         """Take every pending write to the writer as one transaction.
 
-        A leader that ``waited`` for the batch before gives the loop one pass first: the writers that
-        batch just woke run on, and their next writes join this one. A leader that found the writer
-        idle goes at once: a lone writer pays no window (one loop pass on every commit of a lone run).
+        The leader gives the loop one pass before it takes the batch when other writers are likely
+        about to write: it ``waited`` for a batch (whose writers just woke), or the last batch
+        carried more than one write. Their writes then join this batch instead of waiting for the
+        next fsync. A lone writer (the last batch was its own) goes at once: no window to pay.
         """
         batch = self._batch = _Batch()
-        items, self._pending = self._pending, []
+        items: list[_Write[Any]] = []
         try:
-            if not items:
-                return
             with anyio.CancelScope(shield=True):
                 limiter = self._write_limiter
-                if waited:
-                    await limiter.acquire()  # the pass of the loop (a checkpoint), then the writer
+                if waited or self._last_batch > 1:
+                    await limiter.acquire()  # a pass of the loop (a checkpoint), then the writer
                 else:
                     try:
                         limiter.acquire_nowait()
                     except anyio.WouldBlock:  # close() holds the writer
                         await limiter.acquire()
                 try:
+                    items, self._pending = self._pending, []
+                    if not items:
+                        return
+                    self._last_batch = len(items)
                     writer = self._writer
                     if writer is None:
                         for item in items:
