@@ -23,6 +23,8 @@ from runtime.durable.store import RELEASE, Claim, EventSpec, StepCheckpoint, dum
 from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
+from runtime.sessions.service import SessionService
+from runtime.sessions.store import NewSession
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime
@@ -96,6 +98,7 @@ class Runner:
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
+        output_session: NewSession | None = None,
     ) -> None:
         """Commit under the lease; ``settle`` settles dispatched effects, their events coming before ``tail``.
 
@@ -113,6 +116,7 @@ class Runner:
                 tail=tail,
                 checkpoint=checkpoint,
                 retry_in_s=retry_in_s,
+                output_session=output_session,
             )
         self.rt.runs.notify(self.run_id)
 
@@ -267,27 +271,27 @@ class Runner:
         if spec.checkpoint or out.next_step is None:
             events.append(("checkpoint.created", {"step": spec.name, "next_step": out.next_step}))
             checkpoint = (out.state_json, out.next_step, [])
+        output_session: NewSession | None = None
         if out.next_step is None:
             sets.update(RELEASE, status="succeeded", error=None, result=out.result_json)
-            sets["output_session_id"] = ctx.output_session_id or await self._plain_output_session()
+            # every succeeded run has an output session: its steps', else its input session, else a new
+            # empty one, made by this same commit (one write, and none without the run's success)
+            output_id = ctx.output_session_id or self.session_id
+            if output_id is not None:
+                sets["output_session_id"] = output_id
+            else:
+                output_session = SessionService.new_empty({"run_id": self.run_id})
             events.append(("run.state.changed", {"status": "succeeded"}))
         else:
             sets.update(step=out.next_step, visit=self.visit + 1, attempt=1, lost_leases=0)
             events.append(("step.started", {"step": out.next_step, "visit": self.visit + 1, "attempt": 1}))
-        await self._commit(sets, events, checkpoint=checkpoint)
+        await self._commit(sets, events, checkpoint=checkpoint, output_session=output_session)
         self.state_json, self.attempt = out.state_json, 1
         self.output_session_id = sets.get("output_session_id", self.output_session_id)
         if out.next_step is None:
             return False
         self.step, self.visit = out.next_step, self.visit + 1
         return True
-
-    async def _plain_output_session(self) -> str:
-        """The output session of a run whose steps made none: its input session, else a new empty one
-        (every succeeded run has an output session)."""
-        if self.session_id is not None:
-            return self.session_id
-        return (await self.rt.sessions.create([], metadata={"run_id": self.run_id})).id
 
     async def _fail(self, spec: StepPlan, ctx: LiveContext, error: str) -> None:
         failed = {"step": spec.name, "visit": self.visit, "attempt": self.attempt, "error": error}

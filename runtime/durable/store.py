@@ -40,6 +40,7 @@ from anyio.abc import TaskStatus
 from runtime.durable.models import Effect, Event, Interrupt, Row, Run
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision
+from runtime.sessions.store import NewSession
 
 EventSpec = tuple[str, dict[str, Any]]
 RunChange = Mapping[str, Any]
@@ -66,8 +67,12 @@ Limits = Mapping[str, int]
 StepCheckpoint = tuple[str, str | None, list[str]]
 
 
+#: ``json.dumps`` with options builds a new encoder on every call; a step's commit dumps several values.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 @dataclass(frozen=True)
@@ -332,11 +337,15 @@ class RunStore(Protocol):
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
+        output_session: NewSession | None = None,
     ) -> None:
         """Change the run and append events (and a checkpoint, at its ``checkpoint.created`` event).
         ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``.
         ``retry_in_s``: the run may be claimed again (``next_at``) that long after this commit's own
-        timestamp, the one its events carry."""
+        timestamp, the one its events carry. ``output_session``: a session to create in the same
+        transaction, in the run's tenant/project; the run's ``output_session_id`` becomes its id (a
+        run's last commit makes the empty output session of a run whose steps made none: one write
+        instead of two, and never a session without its run's success)."""
         ...
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]: ...

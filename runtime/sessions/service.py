@@ -87,6 +87,14 @@ class SessionService:
         return page, (page[-1].id if more and page else None)
 
     # -- writing ---------------------------------------------------------------------------
+    @staticmethod
+    def new_empty(metadata: dict[str, Any] | None = None) -> NewSession:
+        """What ``create([], metadata=metadata)`` writes, for a store to write inside another of its
+        writes (``RunStore.commit(output_session=...)``)."""
+        return NewSession(
+            op="create", parents=(), chunks=(), placement=Placement(), usage=Usage(), metadata=json_object(metadata)
+        )
+
     async def create(
         self,
         chunks: Sequence[Chunk | dict[str, Any]] = (),

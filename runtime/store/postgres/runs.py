@@ -35,10 +35,12 @@ from runtime.durable.store import (
 )
 from runtime.flow.workflow import Decision
 from runtime.ids import now
+from runtime.sessions.store import NewSession
 from runtime.store.postgres import claims, decisions, durable, reap
 from runtime.store.postgres.database import PostgresDatabase, search_ids
 from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL, Scope
 from runtime.store.postgres.notify import Notifier, Subscription, notify
+from runtime.store.postgres.sessions import PostgresSessionStore
 
 WATCH_POLL_S = 5.0
 """With no notification for this long, ``watch`` says "anything may have changed" (the polling fallback)."""
@@ -321,7 +323,10 @@ class PostgresRunStore:
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
+        output_session: NewSession | None = None,
     ) -> None:
+        scope = self.scope
+
         async def write(conn: asyncpg.Connection) -> None:
             todo = list(events)
             if settle:
@@ -330,6 +335,9 @@ class PostgresRunStore:
             todo += tail
             at = now()
             row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
+            if output_session is not None:
+                sessions = PostgresSessionStore(self.db, scope.tenant, scope.project)
+                row = {**row, "output_session_id": (await sessions.insert_in(conn, output_session)).id}
             await durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
 
         await self.db.write(write)

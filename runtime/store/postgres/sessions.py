@@ -82,6 +82,10 @@ class PostgresSessionStore:
 
         return await self.db.write(write)
 
+    async def insert_in(self, conn: asyncpg.Connection, new: NewSession) -> SessionInfo:
+        """Write one session inside a write another store holds (a run's last commit makes its output session)."""
+        return await self._insert_one(conn, new)
+
     async def _insert_one(
         self, conn: asyncpg.Connection, new: NewSession, known: dict[str, asyncpg.Record] | None = None
     ) -> SessionInfo:

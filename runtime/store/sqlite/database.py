@@ -14,13 +14,9 @@ Several processes may open the same file: SQLite's own lock serialises their wri
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
@@ -33,6 +29,7 @@ from runtime.errors import StoreError
 from runtime.ids import now
 from runtime.store.migration import Migration
 from runtime.store.sqlite import health
+from runtime.store.sqlite.threads import ConnectionThreads
 
 T = TypeVar("T")
 
@@ -51,105 +48,23 @@ class _Write(Generic[T]):
     done: bool = False
 
 
-@dataclass
 class _Batch:
-    finished: anyio.Event = field(default_factory=anyio.Event)
+    """A batch on its way to the writer. Its event is made for the first writer that waits on it: a lone
+    writer's batch has none to make or set."""
 
+    __slots__ = ("_finished",)
 
-_Job = tuple[Callable[[sqlite3.Connection], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+    def __init__(self) -> None:
+        self._finished: anyio.Event | None = None
 
+    async def wait(self) -> None:
+        if self._finished is None:
+            self._finished = anyio.Event()
+        await self._finished.wait()
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():  # its caller was cancelled and stopped waiting
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
-
-
-class _ConnectionThreads:
-    """Threads that each own one connection and run the functions put on their shared queue.
-
-    A hop is one queue put and one ``call_soon_threadsafe``: a third of what ``anyio.to_thread``
-    costs here (about 35 against 100 microseconds), which is a tenth of a whole tool call.
-    """
-
-    def __init__(self, name: str, connections: list[sqlite3.Connection]) -> None:
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._stopped = False
-        self._threads = [
-            threading.Thread(target=self._serve, args=(conn,), name=f"{name}-{i}", daemon=True)
-            for i, conn in enumerate(connections)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    async def run(self, fn: Callable[[sqlite3.Connection], T], *, finish: bool = False) -> T:
-        """``fn(conn)`` on one of the threads.
-
-        A cancelled caller stops waiting, and a job it leaves that has not started is dropped. With
-        ``finish`` the job always runs and the caller waits for it even when cancelled, then lets the
-        cancellation go on: for a commit, whose writers must learn how it ended.
-        """
-        if self._stopped:
-            raise StoreError("the database is closed")
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise StoreError("the SQLite store needs asyncio (anyio's default backend) to run on") from None
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((fn, loop, future))
-        if not finish:
-            return await future
-        try:
-            return await asyncio.shield(future)  # a cancel reaches only the shield: the job stays wanted
-        except asyncio.CancelledError:
-            with anyio.CancelScope(shield=True):  # no re-delivered anyio cancel while we wait it out
-                while not future.done():
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.wait([future])  # returns when done, whatever the job raised
-            if not future.cancelled():
-                future.exception()  # seen: the cancellation is what the caller gets
-            raise
-
-    def stop(self) -> None:
-        """Refuse new work and fail work not yet started; a job already running finishes, then each
-        thread closes its connection and ends."""
-        self._stopped = True
-        for _ in self._threads:
-            self._jobs.put(None)
-
-    async def join(self) -> None:
-        for thread in self._threads:
-            await anyio.to_thread.run_sync(thread.join)
-
-    def _serve(self, conn: sqlite3.Connection) -> None:
-        try:
-            while (job := self._jobs.get()) is not None:
-                fn, loop, future = job
-                if future.cancelled():  # its caller stopped waiting before it started
-                    continue
-                result: Any = None
-                error: BaseException | None = None
-                if self._stopped:
-                    error = StoreError("the database is closed")
-                else:
-                    try:
-                        result = fn(conn)
-                    except BaseException as exc:
-                        error = exc
-                    if self._stopped:  # closed while this ran: close the connection before the caller resumes
-                        conn.close()
-                try:
-                    loop.call_soon_threadsafe(_settle, future, result, error)
-                except RuntimeError:  # the event loop is gone: nobody is waiting
-                    pass
-                # Drop this job's references now: kept until the next job, a large result would stay
-                # in memory while idle and its freeing would be charged to whoever comes next.
-                del job, fn, loop, future, result, error
-        finally:
-            conn.close()
+    def finish(self) -> None:
+        if self._finished is not None:
+            self._finished.set()
 
 
 def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
@@ -167,12 +82,13 @@ class SQLiteDatabase:
     def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
         self.path = path
         self.synchronous = synchronous
-        self._writer: _ConnectionThreads | None = None
-        self._readers: _ConnectionThreads | None = None
+        self._writer: ConnectionThreads | None = None
+        self._readers: ConnectionThreads | None = None
         self._here: sqlite3.Connection | None = None  # used only on the event loop's thread, by lookup()
         self._write_limiter = anyio.CapacityLimiter(1)
         self._pending: list[_Write[Any]] = []
         self._batch: _Batch | None = None
+        self._last_batch = 0  # writes in the last batch: more than one, and the next leader waits a pass
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self, migrations: Sequence[Migration]) -> None:
@@ -186,8 +102,8 @@ class SQLiteDatabase:
             writer, readers = await anyio.to_thread.run_sync(self._open_sync, list(migrations))
         self._here = readers.pop()
         self._here.execute(f"PRAGMA busy_timeout={_LOOKUP_BUSY_TIMEOUT_MS}")
-        self._writer = _ConnectionThreads("rath-sqlite-writer", [writer])
-        self._readers = _ConnectionThreads("rath-sqlite-reader", readers)
+        self._writer = ConnectionThreads("rath-sqlite-writer", [writer])
+        self._readers = ConnectionThreads("rath-sqlite-reader", readers)
 
     def _open_sync(self, migrations: list[Migration]) -> tuple[sqlite3.Connection, list[sqlite3.Connection]]:
         opened = [_connect(self.path, self.synchronous)]
@@ -238,18 +154,20 @@ class SQLiteDatabase:
         """
         item: _Write[T] = _Write(fn)
         self._pending.append(item)
+        waited = False
         while not item.done:
             batch = self._batch
             if batch is not None:
                 try:
-                    await batch.finished.wait()
+                    await batch.wait()
                 except BaseException:
                     if item in self._pending:  # not taken yet: withdraw it, nothing was written
                         self._pending.remove(item)
                     raise
+                waited = True
                 continue
             try:
-                await self._lead_batch()
+                await self._lead_batch(waited)
             except BaseException:
                 if item in self._pending:  # handed back unrun (the leader was torn down): withdraw it
                     self._pending.remove(item)
@@ -258,26 +176,45 @@ class SQLiteDatabase:
             raise health.store_error(self.path, item.error) or item.error
         return item.result  # type: ignore[no-any-return]
 
-    async def _lead_batch(self) -> None:
+    async def _lead_batch(self, waited: bool) -> None:
+        """Take every pending write to the writer as one transaction.
+
+        The leader gives the loop one pass before it takes the batch when other writers are likely
+        about to write: it ``waited`` for a batch (whose writers just woke), or the last batch
+        carried more than one write. Their writes then join this batch instead of waiting for the
+        next fsync. A lone writer (the last batch was its own) goes at once: no window to pay.
+        """
         batch = self._batch = _Batch()
-        items, self._pending = self._pending, []
+        items: list[_Write[Any]] = []
         try:
-            if not items:
-                return
             with anyio.CancelScope(shield=True):
-                async with self._write_limiter:
+                limiter = self._write_limiter
+                if waited or self._last_batch > 1:
+                    await limiter.acquire()  # a pass of the loop (a checkpoint), then the writer
+                else:
+                    try:
+                        limiter.acquire_nowait()
+                    except anyio.WouldBlock:  # close() holds the writer
+                        await limiter.acquire()
+                try:
+                    items, self._pending = self._pending, []
+                    if not items:
+                        return
+                    self._last_batch = len(items)
                     writer = self._writer
                     if writer is None:
                         for item in items:
                             item.error, item.done = StoreError("the database is closed"), True
                         return
                     await writer.run(lambda conn: self._commit_batch(conn, items), finish=True)
+                finally:
+                    limiter.release()
         finally:
             # A batch that never reached the writer (its leader torn down while queueing for it) wrote
             # nothing: its writes go back to the front of the queue, for the next leader to take.
             self._pending[:0] = [item for item in items if not item.done]
             self._batch = None
-            batch.finished.set()
+            batch.finish()
 
     def _commit_batch(self, conn: sqlite3.Connection, items: list[_Write[Any]]) -> None:
         try:

@@ -32,9 +32,11 @@ from runtime.durable.store import (
 )
 from runtime.flow.workflow import Decision
 from runtime.ids import now
+from runtime.sessions.store import NewSession
 from runtime.store.sqlite import claims, decisions, durable, reap
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
 from runtime.store.sqlite.durable import Scope
+from runtime.store.sqlite.sessions import SQLiteSessionStore
 
 
 def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list[Run]:
@@ -272,7 +274,10 @@ class SQLiteRunStore:
         tail: Sequence[EventSpec] = (),
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
+        output_session: NewSession | None = None,
     ) -> None:
+        scope = self.scope
+
         def write(conn: sqlite3.Connection) -> None:
             todo = list(events)
             if settle:
@@ -280,6 +285,9 @@ class SQLiteRunStore:
             todo += tail
             at = now()
             row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
+            if output_session is not None:
+                sessions = SQLiteSessionStore(self.db, scope.tenant, scope.project)
+                row = {**row, "output_session_id": sessions.insert_in(conn, output_session).id}
             durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
 
         await self.db.write(write)

@@ -69,6 +69,10 @@ class SQLiteSessionStore:
 
         return await self.db.write(write)
 
+    def insert_in(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
+        """Write one session inside a write another store holds (a run's last commit makes its output session)."""
+        return self._insert_one(conn, new)
+
     def _insert_one(
         self, conn: sqlite3.Connection, new: NewSession, known: dict[str, sqlite3.Row] | None = None
     ) -> SessionInfo:

@@ -127,6 +127,7 @@ async def test_scans_deletes_and_id_search(memories: Memories) -> None:
     for i in range(4):
         await anyio.sleep(0.002)  # ids order by their millisecond
         made.append((await store.put([item(f"memory://resources/doc/{i}", f"document {i}")]))[0])
+    await anyio.sleep(0.002)  # and the last one's millisecond before "other"'s (the ids are compared in order)
     await store.put([item("memory://resources/other", "other")])
     docs = await store.scan("memory://resources/doc/", 10)
     assert [m.uri for m in docs] == [f"memory://resources/doc/{i}" for i in range(4)]

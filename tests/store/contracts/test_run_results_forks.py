@@ -14,7 +14,8 @@ import pytest
 
 from runtime.backend import StoreBackend
 from runtime.durable.store import RELEASE, NewRun, RunStore, request_fingerprint
-from runtime.errors import ConflictError
+from runtime.errors import ConflictError, LeaseLostError
+from runtime.sessions.service import SessionService
 from runtime.store import StoreURL
 from tests.store.contracts.conftest import fresh_store_url
 
@@ -64,6 +65,30 @@ async def test_a_claim_carries_the_output_session_a_run_already_has(backend: Sto
     await store.commit(run_id, claim.token, requeue, [("run.state.changed", {})])
     (again,) = await store.claim("w", 30.0, 1, ["wf"])
     assert again.output_session_id == "ses_so_far"
+
+
+async def test_an_ending_commit_makes_the_output_session_it_is_given_in_its_own_transaction(
+    backend: StoreBackend,
+) -> None:
+    """``commit(output_session=...)`` writes the session with the run's change, in the run's scope,
+    and the run's output session is it; under a stale token neither is written."""
+    store, sessions = runs(backend), backend.sessions("local", "default")
+    run_id = await store.create(new_run(), [("run.created", {})])
+    (claim,) = await store.claim("w", 30.0, 1, ["wf"])
+    empty = SessionService.new_empty({"run_id": run_id})
+    with pytest.raises(LeaseLostError):
+        await store.commit(run_id, claim.token + 1, {"status": "succeeded"}, [], output_session=empty)
+    assert await sessions.page(None, 10) == []
+    done = {**RELEASE, "status": "succeeded", "result": "null"}
+    await store.commit(
+        run_id, claim.token, done, [("checkpoint.created", {})], checkpoint=("{}", None, []), output_session=empty
+    )
+    run = await store.get(run_id)
+    (made,) = await sessions.page(None, 10)
+    assert run.status == "succeeded" and run.output_session_id == made.id
+    assert (made.op, made.length, made.parents, made.metadata) == ("create", 0, (), {"run_id": run_id})
+    assert (made.tenant, made.project) == ("local", "default")
+    assert [c["session_id"] for c in await store.checkpoints(run_id)] == [made.id]
 
 
 async def test_a_fork_starts_at_its_own_step_with_its_own_state_and_names_its_origin(backend: StoreBackend) -> None:
