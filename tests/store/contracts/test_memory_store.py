@@ -123,19 +123,18 @@ async def test_once_per_scope_keeps_the_item_already_holding_the_same_content(me
 
 async def test_scans_deletes_and_id_search(memories: Memories) -> None:
     store = memory(memories)
-    made = []
-    for i in range(4):
-        await anyio.sleep(0.002)  # ids order by their millisecond
-        made.append((await store.put([item(f"memory://resources/doc/{i}", f"document {i}")]))[0])
-    await anyio.sleep(0.002)  # and the last one's millisecond before "other"'s (the ids are compared in order)
-    await store.put([item("memory://resources/other", "other")])
+    made = [(await store.put([item(f"memory://resources/doc/{i}", f"document {i}")]))[0] for i in range(4)]
+    (other,) = await store.put([item("memory://resources/other", "other")])
     docs = await store.scan("memory://resources/doc/", 10)
     assert [m.uri for m in docs] == [f"memory://resources/doc/{i}" for i in range(4)]
     assert [m.uri for m in await store.scan("memory://resources/doc/", 2, after=docs[0].uri)] == [
         d.uri for d in docs[1:3]
     ]
     ids = [m.id for m in made]
-    assert (await store.ids("", 100))[1:] == ids[::-1] and await store.ids(ids[2], 10) == [ids[2]]
+    # Newest first, by id: ids made in one millisecond order by their random part, so the expected
+    # order is the ids' own, not the order they were made in.
+    assert await store.ids("", 100) == sorted([*ids, other.id], reverse=True)
+    assert await store.ids(ids[2], 10) == [ids[2]]
     assert await memory(memories, "other").ids("", 10) == []
     assert await store.delete(memory_id=ids[0]) == 1 and await store.get(ids[0]) is None
     assert await store.delete(uri="memory://resources/doc/1") == 1
