@@ -18,8 +18,8 @@ Every MCP host runs a stdio server on pipes, and a pipe needs no thread:
 
 Both ends are claimed as the SDK claims them (``rath_mcp.sdk``): the wire moves to a private
 descriptor, fd 0 reads the null device and fd 1 writes to stderr, so stray output of a handler
-or a child process never reaches the wire. A stream that is not a pipe or socket (a terminal, a
-file), and Windows, is left to the SDK's own transport.
+or a child process never reaches the wire. Stdin may also be a socket; a stream that is anything
+else (a terminal, a file), and Windows, is left to the SDK's own transport.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class PipeStdin:
         self._fd = fd
         self._decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder("utf-8")("replace"), translate=True)
         self._lines: deque[str] = deque()
-        self._partial = ""
+        self._pieces: list[str] = []  # the line being read, in the pieces that brought it
         self._eof = False
 
     def __aiter__(self) -> PipeStdin:
@@ -69,14 +69,18 @@ class PipeStdin:
             self._take(self._decoder.decode(data, final=not data))
             if not data:
                 self._eof = True
-                if self._partial:  # the last line, without a newline
-                    self._lines.append(self._partial)
-                    self._partial = ""
+                if last := "".join(self._pieces):  # the last line, without a newline
+                    self._lines.append(last)
         return self._lines.popleft()
 
     def _take(self, text: str) -> None:
-        *complete, self._partial = (self._partial + text).split("\n")
+        if "\n" not in text:  # a long line arrives in many reads: joined once, when it ends
+            self._pieces.append(text)
+            return
+        first, *complete, rest = text.split("\n")
+        self._lines.append("".join([*self._pieces, first, "\n"]))
         self._lines.extend(line + "\n" for line in complete)
+        self._pieces = [rest] if rest else []
 
 
 class PipeStdout:
@@ -107,14 +111,15 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[os.write(fd, data) :]
 
 
-def _pipe_fd(stream: BinaryIO) -> int | None:
-    """The descriptor of a claimed stream when it is a pipe or a socket (what the loop can wait on)."""
+def _pipe_fd(stream: BinaryIO, *, socket: bool) -> int | None:
+    """The descriptor of a stream when it is a pipe (or, with ``socket``, a socket: the loop can wait to
+    read one too, but the rule that makes a small write never block is a pipe's)."""
     try:
         fd = stream.fileno()
         mode = os.fstat(fd).st_mode
     except (AttributeError, OSError, ValueError):
         return None
-    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+    return fd if stat.S_ISFIFO(mode) or (socket and stat.S_ISSOCK(mode)) else None
 
 
 @asynccontextmanager
@@ -125,8 +130,8 @@ async def pipes() -> AsyncIterator[tuple[PipeStdin | None, PipeStdout | None]]:
         yield None, None
         return
     async with AsyncExitStack() as stack:
-        stdin = _claimed(stack, sys.stdin, sdk.claim_stdin, PipeStdin)
-        stdout = _claimed(stack, sys.stdout, sdk.claim_stdout, PipeStdout)
+        stdin = _claimed(stack, sys.stdin, sdk.claim_stdin, PipeStdin, socket=True)
+        stdout = _claimed(stack, sys.stdout, sdk.claim_stdout, PipeStdout, socket=False)
         yield stdin, stdout
 
 
@@ -135,12 +140,14 @@ def _claimed(
     stream: object,
     claim: Callable[[], tuple[BinaryIO, Callable[[], None] | None]],
     serve: Callable[[int], T],
+    *,
+    socket: bool,
 ) -> T | None:
     buffer = getattr(stream, "buffer", None)
-    if buffer is None or _pipe_fd(buffer) is None:
+    if buffer is None or _pipe_fd(buffer, socket=socket) is None:
         return None
     wire, release = claim()
     if release is not None:
         stack.callback(release)
-    fd = _pipe_fd(wire)
+    fd = _pipe_fd(wire, socket=socket)
     return serve(fd) if fd is not None else None
