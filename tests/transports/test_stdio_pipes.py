@@ -22,7 +22,9 @@ pytestmark = pytest.mark.anyio
 #: Line ends of every spelling, a multibyte character and a bad UTF-8 byte, and no final newline.
 AWKWARD = (
     b'{"a": 1}\n{"b": "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"}\r\n{"c": 3}\r{"d": "\xff\xfe bad"}\n\n'
-    + b'{"long": "' + b"x" * 200_000 + b'"}\r\n{"last": true}'
+    + b'{"long": "'
+    + b"x" * 200_000
+    + b'"}\r\n{"last": true}'
 )
 
 
