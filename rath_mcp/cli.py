@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import logging
 import os
 import socket
@@ -184,6 +185,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def loaded() -> None:
+    """The program has loaded: collect cycles from now on, but never scan what loading made.
+
+    Only where the process entry (``rath_mcp.__main__``) turned the collector off for loading; a
+    caller of ``main`` with the collector on (a test, an embedding program) keeps its own settings.
+    """
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = build_parser()
@@ -220,7 +232,8 @@ def _report(exc: BaseException) -> int:
 async def _dispatch(args: argparse.Namespace) -> int:
     command: str = args.command
     if command == "serve":
-        return await _serve(args)
+        return await _serve(args)  # loaded once its server is built
+    loaded()
     if command == "demo":
         from rath_mcp.demo import run_demo  # the MCP SDK is imported only by the commands that speak MCP
 
@@ -272,6 +285,7 @@ async def _serve(args: argparse.Namespace) -> int:
         if args.transport != "stdio":
             note(f"HTTP callers authenticate with: --auth {args.auth}")
         server = build_server(rt, remote=remote)
+        loaded()
         await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate)
     return 0
 

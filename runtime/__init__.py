@@ -1,53 +1,128 @@
-"""The rath-mcp runtime: sessions, durable workflows, agents, sandboxes and memory. Knows nothing of MCP."""
+"""The rath-mcp runtime: sessions, durable workflows, agents, sandboxes and memory. Knows nothing of MCP.
 
-from runtime.durable import Effect, Event, Interrupt, Run, RunService, WorkflowRegistry, run_worker
-from runtime.errors import (
-    ConflictError,
-    InvalidInputError,
-    NotFoundError,
-    RathError,
-    RunFailure,
-    UsageError,
-)
-from runtime.flow import (
-    Agent,
-    AgentResult,
-    Choice,
-    Compressor,
-    CompressResult,
-    FlowToolCall,
-    MCPServerSpec,
-    MCPToolServer,
-    MemoryOptions,
-    Selection,
-    Selector,
-    sandbox_tools,
-)
-from runtime.flow.workflow import (
-    Decision,
-    EffectClass,
-    RetryPolicy,
-    StepContext,
-    SyncStepContext,
-    Workflow,
-    router,
-    step,
-)
-from runtime.memory import CommitResult, Extractor, HeuristicExtractor, MemoryHit, MemoryItem, MemoryService
-from runtime.providers import (
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ProviderError,
-    SamplingProvider,
-    ScriptedProvider,
-    ToolSpec,
-    load_provider,
-)
-from runtime.runtime import Runtime, resolve_home
-from runtime.sandbox import Capabilities, CommandResult, FileEntry, Sandbox, SandboxError
-from runtime.sandbox.registry import SandboxRegistry
-from runtime.sessions import Chunk, LineageGraph, Placement, Session, SessionInfo, ToolCall, Usage
+Every name is imported on first use (``runtime.lazy``): ``from runtime import Runtime`` loads the
+store and the durable engine, not the agent stack, the sandboxes or the model providers.
+"""
+
+from typing import TYPE_CHECKING
+
+from runtime.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from runtime.durable import Effect, Event, Interrupt, Run, RunService, WorkflowRegistry, run_worker
+    from runtime.errors import (
+        ConflictError,
+        InvalidInputError,
+        NotFoundError,
+        RathError,
+        RunFailure,
+        UsageError,
+    )
+    from runtime.flow import (
+        Agent,
+        AgentResult,
+        Choice,
+        Compressor,
+        CompressResult,
+        FlowToolCall,
+        MCPServerSpec,
+        MCPToolServer,
+        MemoryOptions,
+        Selection,
+        Selector,
+        sandbox_tools,
+    )
+    from runtime.flow.workflow import (
+        Decision,
+        EffectClass,
+        RetryPolicy,
+        StepContext,
+        SyncStepContext,
+        Workflow,
+        router,
+        step,
+    )
+    from runtime.memory import CommitResult, Extractor, HeuristicExtractor, MemoryHit, MemoryItem, MemoryService
+    from runtime.providers import (
+        ModelRequest,
+        ModelResponse,
+        Provider,
+        ProviderError,
+        SamplingProvider,
+        ScriptedProvider,
+        ToolSpec,
+        load_provider,
+    )
+    from runtime.runtime import Runtime, resolve_home
+    from runtime.sandbox import Capabilities, CommandResult, FileEntry, Sandbox, SandboxError
+    from runtime.sandbox.registry import SandboxRegistry
+    from runtime.sessions import Chunk, LineageGraph, Placement, Session, SessionInfo, ToolCall, Usage
+
+_EXPORTS = {
+    "Agent": "runtime.flow",
+    "AgentResult": "runtime.flow",
+    "Capabilities": "runtime.sandbox",
+    "Choice": "runtime.flow",
+    "Chunk": "runtime.sessions",
+    "CommandResult": "runtime.sandbox",
+    "CommitResult": "runtime.memory",
+    "CompressResult": "runtime.flow",
+    "Compressor": "runtime.flow",
+    "ConflictError": "runtime.errors",
+    "Decision": "runtime.flow.workflow",
+    "Effect": "runtime.durable",
+    "EffectClass": "runtime.flow.workflow",
+    "Event": "runtime.durable",
+    "Extractor": "runtime.memory",
+    "FileEntry": "runtime.sandbox",
+    "FlowToolCall": "runtime.flow",
+    "HeuristicExtractor": "runtime.memory",
+    "Interrupt": "runtime.durable",
+    "InvalidInputError": "runtime.errors",
+    "LineageGraph": "runtime.sessions",
+    "MCPServerSpec": "runtime.flow",
+    "MCPToolServer": "runtime.flow",
+    "MemoryHit": "runtime.memory",
+    "MemoryItem": "runtime.memory",
+    "MemoryOptions": "runtime.flow",
+    "MemoryService": "runtime.memory",
+    "ModelRequest": "runtime.providers",
+    "ModelResponse": "runtime.providers",
+    "NotFoundError": "runtime.errors",
+    "Placement": "runtime.sessions",
+    "Provider": "runtime.providers",
+    "ProviderError": "runtime.providers",
+    "RathError": "runtime.errors",
+    "RetryPolicy": "runtime.flow.workflow",
+    "Run": "runtime.durable",
+    "RunFailure": "runtime.errors",
+    "RunService": "runtime.durable",
+    "Runtime": "runtime.runtime",
+    "SamplingProvider": "runtime.providers",
+    "Sandbox": "runtime.sandbox",
+    "SandboxError": "runtime.sandbox",
+    "SandboxRegistry": "runtime.sandbox.registry",
+    "ScriptedProvider": "runtime.providers",
+    "Selection": "runtime.flow",
+    "Selector": "runtime.flow",
+    "Session": "runtime.sessions",
+    "SessionInfo": "runtime.sessions",
+    "StepContext": "runtime.flow.workflow",
+    "SyncStepContext": "runtime.flow.workflow",
+    "ToolCall": "runtime.sessions",
+    "ToolSpec": "runtime.providers",
+    "Usage": "runtime.sessions",
+    "UsageError": "runtime.errors",
+    "Workflow": "runtime.flow.workflow",
+    "WorkflowRegistry": "runtime.durable",
+    "load_provider": "runtime.providers",
+    "resolve_home": "runtime.runtime",
+    "router": "runtime.flow.workflow",
+    "run_worker": "runtime.durable",
+    "sandbox_tools": "runtime.flow",
+    "step": "runtime.flow.workflow",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "Agent",

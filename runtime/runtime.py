@@ -275,7 +275,7 @@ class Runtime:
                     sandbox_policy=sandbox_policy,
                 )
                 rt.lease_s, rt.poll_s = lease_s, poll_s  # shared by every scope's RunService
-                tg.start_soon(rt.runs.follow_others)
+                await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))
                 try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rath_mcp.principal import GRANTS, Principal
-from runtime.access.tokens import TokenService
+
+if TYPE_CHECKING:  # made by ``remote_for`` for --auth token only
+    from runtime.access.tokens import TokenService
 
 #: What a 401 says for each way a rath token fails (the same words for unknown and wrong: ids stay secret).
 _TOKEN_WORDS = {

@@ -17,7 +17,6 @@ from typing import Any
 from rath_mcp.principal import GRANTS
 from rath_mcp.shell import existing_store, note, whole
 from runtime import resolve_home
-from runtime.access.tokens import TokenService, parse_ttl
 from runtime.backend import StoreBackend
 from runtime.store import open_backend, resolve_store
 
@@ -63,6 +62,8 @@ def _when(ts: float | None) -> str | None:
 
 
 async def token(args: argparse.Namespace) -> int:
+    from runtime.access.tokens import TokenService, parse_ttl  # only the token commands use it
+
     ttl = getattr(args, "ttl", None)
     ttl_s = parse_ttl(ttl) if ttl is not None else None  # checked before the store opens
     async with _store(args, create=args.action == "create") as backend:

@@ -4,16 +4,16 @@ metrics and health, built once per server and shared by the HTTP gate and the SD
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from starlette.types import ASGIApp
+from typing import TYPE_CHECKING
 
 from rath_mcp.audit import Auditor
 from rath_mcp.auth.base import Authenticator, LocalAuthenticator, TokenAuthenticator
-from rath_mcp.auth.gate import AuthGate
 from rath_mcp.ops import ServerMetrics
 from rath_mcp.principal import GRANTS, Principal
 from runtime import Runtime
-from runtime.access.tokens import TokenService
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 
 @dataclass
@@ -29,6 +29,8 @@ class Remote:
 
     def gate(self, app: ASGIApp, resource_path: str) -> ASGIApp:
         """``app`` behind this server's gate (health, RFC 9728 metadata, metrics, bearer tokens)."""
+        from rath_mcp.auth.gate import AuthGate  # HTTP only: a stdio server never loads it
+
         return AuthGate(
             app,
             self.authenticator,
@@ -45,6 +47,8 @@ def remote_for(rt: Runtime, auth: str = "none", *, issuer: str | None = None, au
     default = Principal.local(rt.tenant, rt.project)
     authenticator: Authenticator
     if auth == "token":
+        from runtime.access.tokens import TokenService
+
         authenticator = TokenAuthenticator(TokenService(rt.store.tokens(), GRANTS))
     elif auth == "oauth":
         if issuer is None:

@@ -15,6 +15,7 @@ import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -60,13 +61,34 @@ class Plan:
     input_schema: Mapping[str, Any] | None
     entry: str
     steps: Mapping[str, StepPlan]
-    plan_hash: str
     workflow: Workflow
     concurrency: int | None = None
     """At most this many runs execute at once across the store (per concurrency key); None: no limit."""
     concurrency_key: str | None = None
     """The input field that keys the limit, or the name of the method that computes it (described only)."""
     key_of: Callable[[dict[str, Any]], str | None] | None = None
+
+    @cached_property
+    def plan_hash(self) -> str:
+        """What identifies this definition: its steps and their source code (a run resumed under another
+        hash records ``run.plan_changed``). Computed on first use: reading the sources of the shipped
+        workflows cost ~4 ms of every server start, before any run needed it."""
+        cls = type(self.workflow)
+        found = _collect(cls)
+        if found:
+            sources = {name: _source(fn) for name, (_, fn) in found.items()}
+        else:
+            sources = {FORWARD_STEP: _source(cls.forward)}  # type: ignore[attr-defined]
+        canonical = {
+            "name": self.name,
+            "entry": self.entry,
+            "steps": {
+                n: {**s.public(), "idempotency_key": s.idempotency_key, "checkpoint": s.checkpoint}
+                for n, s in self.steps.items()
+            },
+            "sources": sources,
+        }
+        return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:32]
 
     def method(self, step: str) -> Callable[..., Any]:
         return getattr(self.workflow, step)  # type: ignore[no-any-return]
@@ -246,30 +268,17 @@ def compile_workflow(target: type[Workflow] | Workflow) -> Plan:
     if found:
         steps = {name: _step_plan(cls, name, spec, fn) for name, (spec, fn) in found.items()}
         entry = _check_graph(cls, steps)
-        sources = {name: _source(fn) for name, (_, fn) in found.items()}
     else:
         steps = _forward_plan(cls)
         entry = FORWARD_STEP
-        sources = {FORWARD_STEP: _source(cls.forward)}  # type: ignore[attr-defined]
     if not cls.name or not cls.name.replace("_", "").replace("-", "").isalnum():
         raise _fail(cls, f"name {cls.name!r} must be letters, digits, '_' or '-'")
-    canonical = {
-        "name": cls.name,
-        "entry": entry,
-        "steps": {
-            n: {**s.public(), "idempotency_key": s.idempotency_key, "checkpoint": s.checkpoint}
-            for n, s in steps.items()
-        },
-        "sources": sources,
-    }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:32]
     return Plan(
         name=cls.name,
         description=cls.description(),
         input_schema=MappingProxyType(dict(cls.input_schema)) if cls.input_schema is not None else None,
         entry=entry,
         steps=MappingProxyType(steps),
-        plan_hash=digest,
         workflow=instance,
         **_concurrency(cls, instance),
     )

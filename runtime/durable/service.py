@@ -16,6 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
+from anyio.abc import TaskStatus
 
 from runtime.durable import decisions
 from runtime.durable.forks import fork_run
@@ -72,13 +73,15 @@ class RunService:
         for worker in self.workers:
             worker.wake()
 
-    async def follow_others(self) -> None:
+    async def follow_others(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Wake local waiters and workers on changes other processes commit, as far as the store can tell
-        them (``RunStore.watch``); with a store that cannot, polling does it."""
+        them (``RunStore.watch``); with a store that cannot, polling does it. Started (``tg.start``)
+        once the store listens: a worker started after it hears the cancel of any run it claims."""
         quiet_s = max(WATCH_QUIET_S, self.poll_s)
         watch = partial(self.store.watch, self._changed_elsewhere, cancelled=self._cancelled_elsewhere, quiet_s=quiet_s)
         async with anyio.create_task_group() as tg:
             await tg.start(watch)
+            task_status.started()
 
     def _changed_elsewhere(self, run_ids: Sequence[str]) -> None:
         self.notify(*(run_ids or list(self._waiters)))

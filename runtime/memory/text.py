@@ -18,6 +18,7 @@ re-tokenizing it yields exactly them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -43,14 +44,23 @@ SNIPPET_CHARS = 200
 
 
 _CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
-# A CJK run, or a run of other letters and digits ([^\W_] is str.isalnum(): Unicode L* and N*).
-_TOKENS = re.compile(f"([{_CJK_CLASS}]+)|((?:(?![{_CJK_CLASS}])[^\\W_])+)")
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+
+
+# Compiled on first use: these Unicode classes take ~4 ms to compile, paid by every server start otherwise.
+@functools.cache
+def _tokens() -> re.Pattern[str]:
+    """A CJK run, or a run of other letters and digits ([^\\W_] is str.isalnum(): Unicode L* and N*)."""
+    return re.compile(f"([{_CJK_CLASS}]+)|((?:(?![{_CJK_CLASS}])[^\\W_])+)")
+
+
+@functools.cache
+def _cjk_char() -> re.Pattern[str]:
+    return re.compile(f"[{_CJK_CLASS}]")
 
 
 def is_cjk(ch: str) -> bool:
     """True for a character of a script written without spaces (Han, kana, Hangul)."""
-    return _CJK_CHAR.match(ch) is not None
+    return _cjk_char().match(ch) is not None
 
 
 def _fold(word: str) -> str:
@@ -79,7 +89,7 @@ def _letter_runs(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """The search terms of ``text``, in order; repeated terms are kept (they are term frequency)."""
     out: list[str] = []
-    for cjk, word in _TOKENS.findall(unicodedata.normalize("NFKC", text)):
+    for cjk, word in _tokens().findall(unicodedata.normalize("NFKC", text)):
         for letters in _letter_runs(cjk) if cjk else ():
             out.extend(letters)
             out.extend(letters[i : i + 2] for i in range(len(letters) - 1))

@@ -16,16 +16,17 @@ worker died is not run again blindly: it becomes ``ambiguous`` and the run waits
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import InvalidInputError
-from runtime.flow.agent import Agent, AgentResult, MemoryOptions
-from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs
-from runtime.flow.tools import FlowToolCall, sandbox_tools
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
-from runtime.providers.base import Provider
 from runtime.providers.config import PROVIDER_NAMES
-from runtime.sessions.model import Session
+
+if TYPE_CHECKING:  # the agent stack is imported by the steps that run it, not by every server start
+    from runtime.flow.agent import AgentResult
+    from runtime.flow.tools import FlowToolCall
+    from runtime.providers.base import Provider
+    from runtime.sessions.model import Session
 
 DEFAULT_SYSTEM = (
     "You are a capable assistant working in a sandboxed workspace. Use the tools to read and write files "
@@ -89,6 +90,9 @@ async def workspace_tools(
 ) -> list[FlowToolCall]:
     """Sandbox tools on the session's placement (under ``workflow``'s sandbox policy from config.json,
     if it has one) plus the tools of configured MCP servers (kept open by ``stack``)."""
+    from runtime.flow.mcp_tools import MCPToolServer, mcp_server_specs
+    from runtime.flow.tools import sandbox_tools
+
     rt = ctx.runtime
     tools = sandbox_tools(await rt.sandboxes.get(session.placement, workflow=workflow))
     for spec in mcp_server_specs(rt.home):
@@ -126,6 +130,8 @@ class AgentWorkflow(Workflow):
         return {key: state.get(key) for key in ("answer", "truncated", "stop")}
 
     async def _run(self, ctx: StepContext) -> dict[str, Any]:
+        from runtime.flow.agent import Agent, MemoryOptions
+
         inp = ctx.input
         provider = provider_for(ctx)
         session = await journaled_input_session(ctx)

@@ -15,13 +15,14 @@ appends), and each choice is an idempotent effect, so a step run again replays i
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runtime.flow.agent import Agent, MemoryOptions
-from runtime.flow.selector import Choice, Selector
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, router, step
 from runtime.providers.config import PROVIDER_NAMES
 from runtime.workflows.agent import journaled_input_session, provider_for, result_state, workspace_tools
+
+if TYPE_CHECKING:  # the agent stack is imported by the steps that run it, not by every server start
+    from runtime.flow.selector import Choice
 
 MEMBERS: dict[str, tuple[str, str]] = {
     "planner": (
@@ -59,6 +60,8 @@ INPUT_SCHEMA: dict[str, Any] = {
 
 
 def _choices() -> list[Choice]:
+    from runtime.flow.selector import Choice
+
     members = [Choice(name, about) for name, (about, _) in MEMBERS.items()]
     return [*members, Choice(FINISH, "the task is done: end with the last answer")]
 
@@ -108,6 +111,8 @@ class Team(Workflow):
         return {"answer": state.get("answer"), "members": members, "turns": len(turns), "why": state.get("why")}
 
     async def _member(self, member: str, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        from runtime.flow.agent import Agent, MemoryOptions
+
         rt, inp = ctx.runtime, ctx.input
         session = await rt.sessions.get(state["session_id"])
         async with AsyncExitStack() as stack:
@@ -135,6 +140,8 @@ class Team(Workflow):
             return {**state, "next": FINISH, "why": f"max_turns ({turns}) reached"}
 
         async def select() -> dict[str, Any]:
+            from runtime.flow.selector import Selector
+
             rt = ctx.runtime
             fallback = "planner" if turns == 0 else FINISH
             selector = Selector(rt.providers.get(ctx.input.get("provider")), _choices(), default=fallback)

