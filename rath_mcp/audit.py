@@ -133,15 +133,15 @@ def install(server: MCPServer, auditor: Auditor, metrics: ServerMetrics, default
         action, writes = _action(ctx)
         principal = principal_of(ctx.request, default)
         started = time.perf_counter()
-        targets = ids_in(ctx.params or {}) + ids_in((ctx.params or {}).get("arguments"))
+        params = ctx.params or {}
         try:
             result = await call_next(ctx)
         except MCPError as exc:
-            await _after(auditor, metrics, ctx, principal, action, writes, started, targets, str(exc), None)
+            await _after(auditor, metrics, ctx, principal, action, writes, started, (params, None), str(exc), None)
             raise
         is_error, text, structured = _result_text(result) if ctx.method == "tools/call" else (False, "", None)
         await _after(
-            auditor, metrics, ctx, principal, action, writes, started, targets + ids_in(structured),
+            auditor, metrics, ctx, principal, action, writes, started, (params, structured),
             text if is_error else None, result,
         )  # fmt: skip
         return result
@@ -157,10 +157,12 @@ async def _after(
     action: str,
     writes: bool,
     started: float,
-    targets: list[str],
+    holders: tuple[Mapping[str, Any], Any],
     error: str | None,
     result: HandlerResult,
 ) -> None:
+    """Count the call; record it when it is audited. ``holders``: the request's params and the result's
+    structured content, where its target ids are found (looked for only when a record is written)."""
     grant = missing_grant(error) if error is not None else None
     outcome = "refused" if grant else "error" if error is not None else "ok"
     if ctx.method == "tools/call":
@@ -169,5 +171,7 @@ async def _after(
         metrics.refused("missing_grant")
     if principal.method == "local" or not (grant or writes):
         return
+    params, structured = holders
+    targets = ids_in(params) + ids_in(params.get("arguments")) + ids_in(structured)
     reason = f"missing grant {grant}" if grant else None
     await auditor.record(principal.actor, action, outcome, principal=principal, targets=targets, reason=reason)

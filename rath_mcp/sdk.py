@@ -9,13 +9,17 @@
   the read stream of stdio and SSE (``rath_mcp.wire``) and so need their names.
 - ``MCPServer`` offers no way to refuse unknown tool arguments; each registered tool's argument
   model is made to validate with ``extra="forbid"`` (``forbid_unknown_arguments``).
+- Our stdio transport serves its pipes on the event loop (``rath_mcp.stdio_pipes``) and so claims
+  fd 0 and fd 1 the way the SDK's ``stdio_server`` claims them (``claim_stdin``, ``claim_stdout``).
 - A tool's ``_meta`` can only be given when it is added; the MCP App links tools that are registered
   elsewhere to its ``ui://`` resource afterwards (``add_tool_meta``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
@@ -28,6 +32,8 @@ __all__ = [
     "WriteStream",
     "add_request_handler",
     "add_tool_meta",
+    "claim_stdin",
+    "claim_stdout",
     "connection_of",
     "forbid_unknown_arguments",
     "lowlevel",
@@ -85,3 +91,19 @@ def add_tool_meta(server: MCPServer, name: str, meta: dict[str, Any]) -> None:
     if tool is None:
         raise ValueError(f"no tool named {name!r} is registered")
     tool.meta = {**(tool.meta or {}), **meta}
+
+
+def claim_stdin() -> tuple[BinaryIO, Callable[[], None] | None]:
+    """fd 0 claimed as ``stdio_server`` claims it: the wire on a private duplicate, fd 0 itself reading the
+    null device (a child process never eats the wire); returns the wire and what restores fd 0."""
+    from mcp.server import stdio
+
+    return stdio._claim_fd(0, sys.stdin, "rb", stdio._open_stdin_diversion)
+
+
+def claim_stdout() -> tuple[BinaryIO, Callable[[], None] | None]:
+    """fd 1 claimed as ``stdio_server`` claims it: the wire on a private duplicate, fd 1 itself pointed at
+    stderr (stray output of handlers and children misses the wire); returns the wire and what restores fd 1."""
+    from mcp.server import stdio
+
+    return stdio._claim_fd(1, sys.stdout, "wb", stdio._open_stdout_diversion)

@@ -15,7 +15,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal, cast
 
 import anyio
 import uvicorn
@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rath_mcp import apps, sdk
+from rath_mcp import apps, sdk, stdio_pipes
 from rath_mcp.shell import note
 from rath_mcp.wire import AnsweringReadStream, ParseGuard
 
@@ -61,9 +61,13 @@ async def serve(
 
 
 async def serve_stdio(server: MCPServer) -> None:
-    """``MCPServer.run_stdio_async``, on a read stream that answers messages the SDK could not parse."""
+    """``MCPServer.run_stdio_async``, on a read stream that answers messages the SDK could not parse and a
+    stdin and stdout served on the event loop where they are pipes (``rath_mcp.stdio_pipes``)."""
     lowlevel = sdk.lowlevel(server)
-    async with stdio_server() as (read_stream, write_stream):
+    async with (
+        stdio_pipes.pipes() as (stdin, stdout),
+        stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (read_stream, write_stream),
+    ):
         await lowlevel.run(
             AnsweringReadStream(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
         )

@@ -17,6 +17,7 @@ token) is noted with it before the ``CreateTaskResult`` is sent.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -71,12 +72,12 @@ class TaskCreation:
             return self._advertise(await call_next(ctx))
         if ctx.method == "tools/list" and ctx.protocol_version == HANDSHAKE_VERSION:
             return self._mark_tools(await call_next(ctx))
-        params: dict[str, Any] = dict(ctx.params or {})
         if ctx.method != "tools/call":
             return await call_next(ctx)
+        params: Mapping[str, Any] = ctx.params or {}
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if params.get("name") in TOOLS and declares_extension(ctx):
-                return await self._create(ctx, call_next, params, modern=True)
+                return await self._create(ctx, call_next, dict(params), modern=True)
             return await call_next(ctx)
         if ctx.protocol_version != HANDSHAKE_VERSION or "task" not in params:
             return await call_next(ctx)
@@ -86,7 +87,7 @@ class TaskCreation:
                 f"tool {params.get('name')!r} cannot run as a task (its execution.taskSupport is forbidden); "
                 f"call it without 'task', or use one of {list(TOOLS)}",
             )
-        return await self._create(ctx, call_next, params, modern=False)
+        return await self._create(ctx, call_next, dict(params), modern=False)
 
     async def _create(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, params: dict[str, Any], *, modern: bool

@@ -14,7 +14,7 @@ from typing import Any
 from runtime.errors import ConflictError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.sessions.model import LineageEdge, LineageNode, SessionInfo, Usage
-from runtime.sessions.store import BranchTails, BuildOn, NewSession, StoredChunk, Stub, clip, holds, shared_start
+from runtime.sessions.store import BranchTails, BuildOn, NewSession, Range, StoredChunk, Stub, clip, holds, shared_start
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
 from runtime.store.sqlite.session_rows import (
     INFO_COLUMNS,
@@ -231,32 +231,37 @@ class SQLiteSessionStore:
         def read(conn: sqlite3.Connection) -> tuple[SessionInfo, list[StoredChunk]]:
             return self._info_in(conn, session_id), self._chunks(conn, session_id, offset, limit)
 
-        def small(conn: sqlite3.Connection) -> bool:
-            """Known small from the session's row: the page's text at most (its chunks times the longest
-            one), and the session's chain of segments (walked at most so far)."""
-            row = self._row(conn, session_id, "segment_id, chars, widest")
+        def read_if_small(conn: sqlite3.Connection) -> tuple[SessionInfo, list[StoredChunk]] | None:
+            """The page, or ``None`` when it is not known small from the session's row: the page's text at
+            most (its chunks times the longest one), and the session's chain of segments (walked at most
+            so far). The row and the chain are read once, for the check and the page both."""
+            assert limit is not None
+            row = self._row(conn, session_id, INFO_COLUMNS + ", s.segment_id, s.chars, s.widest")
             bound = row["chars"] if row["widest"] is None else row["widest"] * limit
             if bound is None or bound > POINT_READ_CHARS:
-                return False
-            segment = row["segment_id"]
-            for _ in range(POINT_READ_SEGMENTS):
-                if segment is None:
-                    return True
-                segment = conn.execute("SELECT parent_id FROM segments WHERE id = ?", (segment,)).fetchone()[0]
-            return segment is None
+                return None
+            chain = self._chain_of(conn, row["segment_id"], row["length"], most=POINT_READ_SEGMENTS)
+            if chain is None:
+                return None
+            page = clip(chain, offset, min(row["length"], offset + limit))
+            return info_of(row), self._chunks_in(conn, page)
 
         if limit is None or limit > POINT_READ_CHUNKS:
             return await self.db.read(read)
-        return await self.db.lookup(read, small=small)
+        found = await self.db.lookup(read_if_small, small=_always)
+        return found if found is not None else await self.db.read(read)
 
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
         return await self.db.read(lambda conn: self._chunks(conn, session_id, offset, limit))
 
     def _chunks(self, conn: sqlite3.Connection, session_id: str, offset: int, limit: int | None) -> list[StoredChunk]:
+        return self._chunks_in(conn, self._ranges(conn, session_id, offset, limit))
+
+    def _chunks_in(self, conn: sqlite3.Connection, ranges: list[Range]) -> list[StoredChunk]:
         rows: list[tuple[Any, ...]] = []
         cursor = conn.cursor()
         cursor.row_factory = None  # plain tuples: a named Row per chunk costs more than the query
-        for segment, lo, hi in self._ranges(conn, session_id, offset, limit):
+        for segment, lo, hi in ranges:
             rows += cursor.execute(
                 "SELECT uid, kind, content, tool_calls, tool_call_id, name FROM chunks"
                 " WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
@@ -300,14 +305,24 @@ class SQLiteSessionStore:
         """``(segment, lo, hi)`` index ranges holding chunks ``[offset, offset+limit)`` of a session, in order."""
         row = self._row(conn, session_id, "segment_id, length")
         stop_at = row["length"] if limit is None else min(row["length"], offset + limit)
-        chain: list[tuple[str, int, int]] = []
-        segment, end = row["segment_id"], row["length"]
+        chain = self._chain_of(conn, row["segment_id"], row["length"])
+        assert chain is not None  # walked to its root
+        return clip(chain, offset, stop_at)
+
+    def _chain_of(
+        self, conn: sqlite3.Connection, segment: str | None, end: int, *, most: int | None = None
+    ) -> list[Range] | None:
+        """``(segment, lo, hi)`` of the chain that ends at ``(segment, end)``, root first; ``None`` when it
+        has more than ``most`` segments."""
+        chain: list[Range] = []
         while segment is not None:
+            if most is not None and len(chain) == most:
+                return None
             seg = conn.execute("SELECT parent_id, parent_length FROM segments WHERE id = ?", (segment,)).fetchone()
             begin = seg["parent_length"] if seg["parent_id"] is not None else 0
             chain.append((segment, begin, end))
             segment, end = seg["parent_id"], seg["parent_length"]
-        return clip(chain[::-1], offset, stop_at)
+        return chain[::-1]
 
     async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
         def read(conn: sqlite3.Connection) -> list[SessionInfo]:
@@ -356,3 +371,7 @@ class SQLiteSessionStore:
             return {r["id"]: Usage.model_validate_json(r["own_usage"]) if r["own_usage"] else Usage() for r in rows}
 
         return await self.db.read(read)
+
+
+def _always(conn: sqlite3.Connection) -> bool:
+    return True
