@@ -87,9 +87,7 @@ class _Wire:
                 task: dict[str, Any] = await self.request("tasks/get", {"taskId": task_id})
                 if until(task):
                     return task
-                await anyio.sleep(
-                    min(task.get("pollInterval") or task.get("pollIntervalMs") or 100, 200) / 1000
-                )
+                await anyio.sleep(min(task.get("pollInterval") or task.get("pollIntervalMs") or 100, 200) / 1000)
 
 
 class Handshake(_Wire):
