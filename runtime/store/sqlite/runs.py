@@ -29,8 +29,8 @@ from runtime.durable.store import (
     RunChange,
     StepCheckpoint,
     dumps,
-    idempotency_conflict,
 )
+from runtime.durable.store_shared import idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
