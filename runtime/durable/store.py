@@ -80,8 +80,8 @@ def dumps(value: Any) -> str:
 class NewRun:
     """A run to queue. With an ``idempotency_key``, ``create`` returns the run already made under it.
 
-    ``state_json``: the state it starts with (default: its input). ``forked_from``: ``(run_id,
-    checkpoint_seq)`` of the checkpoint a fork starts from."""
+    ``request_hash``: the request's ``request_fingerprint``. ``state_json``: the state it starts with
+    (default: its input). ``forked_from``: ``(run_id, checkpoint_seq)`` of the checkpoint a fork starts from."""
 
     workflow: str
     plan_hash: str
