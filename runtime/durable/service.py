@@ -21,7 +21,8 @@ from anyio.abc import TaskStatus
 from runtime.durable import decisions
 from runtime.durable.forks import fork_run
 from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
-from runtime.durable.store import NewRun, RunStore, dumps, idempotency_conflict, request_fingerprint
+from runtime.durable.store import NewRun, RunStore, dumps, request_fingerprint
+from runtime.durable.store_shared import idempotency_conflict
 from runtime.errors import InvalidInputError
 from runtime.flow.workflow import Decision
 from runtime.ids import check_id_search, now

@@ -1,9 +1,11 @@
-"""What durable execution needs from a store: the ``RunStore`` protocol and the records it speaks.
+"""What durable execution needs from a store: the ``RunQueue`` and ``RunStore`` protocols and the records
+they speak (what every backend says and decides alike is in ``store_shared``).
 
 Every method is one whole unit of work on the store (one transaction, one round trip where the
-backend can): a write is all or nothing, a read one consistent snapshot. A store instance is scoped
-to one tenant/project. Implementations: ``runtime.store.sqlite.runs`` (the embedded default) and,
-later, the PostgreSQL backend; ``tests/store/contracts/test_run_store.py`` says what each must do.
+backend can): a write is all or nothing, a read one consistent snapshot. A ``RunStore`` is scoped
+to one tenant/project; the store's ``RunQueue`` (``StoreBackend.queue()``) serves all of them.
+Implementations: ``runtime.store.sqlite.runs`` (the embedded default) and ``runtime.store.postgres.runs``;
+``tests/store/contracts/`` says what each must do.
 
 Fencing: a worker's claim gives the run a new, higher ``token``; every change made under a lease
 (``commit``, ``record_effect``, ``park``) names that token and is rejected with ``LeaseLostError``
@@ -20,7 +22,7 @@ that workflow are ``running`` at once per ``concurrency_key`` (the key a run was
 runs without one share a group), however many workers and processes claim. A queued run whose
 group is full is skipped, and the others behind it in its group wait their turn (first in, first
 out by ``next_at``). Only ``running`` holds a slot: a run waiting on an interrupt, or for a retry,
-does not. The running runs counted are those the claimer serves: the ``RunQueue`` (every worker
+does not. The running runs counted are those the claimer serves: the store's ``RunQueue`` (every worker
 claims through it) counts the whole store, every scope, as CONTRACT asks; a scoped store its scope.
 
 Changes to a run are given as ``RunChange``: run fields (the keys of ``RUN_FIELDS``) to set. Events
@@ -37,8 +39,7 @@ from typing import Any, Protocol
 
 from anyio.abc import TaskStatus
 
-from runtime.durable.models import Effect, Event, Interrupt, Row, Run
-from runtime.errors import ConflictError, InvalidInputError, NotFoundError
+from runtime.durable.models import Effect, Event, Interrupt, Run
 from runtime.flow.workflow import Decision
 from runtime.sessions.store import NewSession
 
@@ -79,8 +80,8 @@ def dumps(value: Any) -> str:
 class NewRun:
     """A run to queue. With an ``idempotency_key``, ``create`` returns the run already made under it.
 
-    ``state_json``: the state it starts with (default: its input). ``forked_from``: ``(run_id,
-    checkpoint_seq)`` of the checkpoint a fork starts from."""
+    ``request_hash``: the request's ``request_fingerprint``. ``state_json``: the state it starts with
+    (default: its input). ``forked_from``: ``(run_id, checkpoint_seq)`` of the checkpoint a fork starts from."""
 
     workflow: str
     plan_hash: str
@@ -111,6 +112,12 @@ class NewRun:
             "forked_from_seq": origin[1] if origin else None,
             "concurrency_key": self.concurrency_key,
         }
+
+
+def request_fingerprint(**parts: Any) -> str:
+    """What identifies a request under an idempotency key: a digest of each part, by name (stored with the
+    key), so that a repeated request is recognised and a different one is told which part differs."""
+    return dumps({name: hashlib.sha256(dumps(value).encode()).hexdigest()[:16] for name, value in parts.items()})
 
 
 @dataclass(frozen=True)
@@ -198,8 +205,62 @@ class NewInterrupt:
 CheckInterrupt = Callable[[Interrupt], None]
 
 
-class RunStore(Protocol):
-    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project."""
+class RunQueue(Protocol):
+    """A worker's operations on the runs it serves: readiness, claims, takeover and reaping.
+
+    ``StoreBackend.queue()`` serves every tenant/project of a store: one worker serves every scope, so it
+    claims ready runs wherever they are (each ``Claim`` names its run's tenant and project), takes over
+    ended holders' runs and reaps across all of them; what it then does for a run goes through the run's
+    own scoped ``RunStore``. A ``RunStore`` is also the queue of its own scope.
+
+    ``limits`` count the running runs of what the queue serves, per concurrency key when the run has one:
+    through ``StoreBackend.queue()`` the whole store, every scope, since CONTRACT says "at most N of its runs
+    execute at once across every worker of a store" and every worker claims there; through a scoped
+    ``RunStore`` its scope (one scope's store never depends on another scope's rows).
+    """
+
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        """The earliest ``next_at`` of a queued run of these workflows that ``limits`` let run (None: none)."""
+        ...
+
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        """Take up to ``limit`` runnable runs, earliest ``next_at`` first: each becomes ``running``
+        under ``owner`` (held by ``holder``) with a new, higher token and a lease of ``lease_s``.
+        No run is claimed twice, and no workflow gets more runs running than ``limits`` allow."""
+        ...
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        """Cheap: ``(pid, started)`` of every process of ``host`` holding a running run here."""
+        ...
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        """Requeue the running runs held by that (ended) process, as ``reap`` does for an expired lease
+        (``lease.taken_over`` instead of ``lease.expired``). Returns the runs touched."""
+        ...
+
+    async def needs_reaping(self) -> bool:
+        """Cheap: is there an expired lease, an expired interrupt or a passed deadline?"""
+        ...
+
+    async def reap(self) -> list[str]:
+        """Requeue runs whose lease expired (settling their dispatched effects: non-idempotent ones
+        ambiguous and the run ``needs_review``; failing it after ``MAX_LOST_LEASES``), time out runs
+        whose interrupt expired or whose deadline passed. Returns the runs touched."""
+        ...
+
+
+class RunStore(RunQueue, Protocol):
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project (and, as a
+    ``RunQueue``, its claims, takeover and reaping)."""
 
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
@@ -274,35 +335,7 @@ class RunStore(Protocol):
         runtime notices by polling instead."""
         ...
 
-    # -- workers ----------------------------------------------------------------------------
-    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        """The earliest ``next_at`` of a queued run of these workflows that ``limits`` let run (None: none)."""
-        ...
-
-    async def claim(
-        self,
-        owner: str,
-        lease_s: float,
-        limit: int,
-        workflows: Sequence[str],
-        *,
-        holder: Holder | None = None,
-        limits: Limits | None = None,
-    ) -> list[Claim]:
-        """Take up to ``limit`` runnable runs, earliest ``next_at`` first: each becomes ``running``
-        under ``owner`` (held by ``holder``) with a new, higher token and a lease of ``lease_s``.
-        No run is claimed twice, and no workflow gets more runs running than ``limits`` allow."""
-        ...
-
-    async def holders(self, host: str) -> list[tuple[int, int]]:
-        """Cheap: ``(pid, started)`` of every process of ``host`` holding a running run here."""
-        ...
-
-    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        """Requeue the running runs held by that (ended) process, as ``reap`` does for an expired lease
-        (``lease.taken_over`` instead of ``lease.expired``). Returns the runs touched."""
-        ...
-
+    # -- workers: the leases they hold (claims, takeover and reaping: ``RunQueue``) ---------
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         """Extend the leases still held; for each, the pending cancel reason ('' for none)."""
         ...
@@ -313,16 +346,6 @@ class RunStore(Protocol):
 
     async def release(self, leases: Sequence[tuple[str, int]]) -> None:
         """Give leases up (worker shutdown): any worker may take the runs over at once."""
-        ...
-
-    async def needs_reaping(self) -> bool:
-        """Cheap: is there an expired lease, an expired interrupt or a passed deadline?"""
-        ...
-
-    async def reap(self) -> list[str]:
-        """Requeue runs whose lease expired (settling their dispatched effects: non-idempotent ones
-        ambiguous and the run ``needs_review``; failing it after ``MAX_LOST_LEASES``), time out runs
-        whose interrupt expired or whose deadline passed. Returns the runs touched."""
         ...
 
     # -- under a lease (fenced) -------------------------------------------------------------
@@ -360,134 +383,3 @@ class RunStore(Protocol):
     async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
         """Record the interrupt and park the run: ``waiting``, lease given up, a checkpoint taken."""
         ...
-
-
-class RunQueue(Protocol):
-    """The work of every tenant/project of a store, as a worker sees it (``StoreBackend.queue()``).
-
-    One worker serves every scope: it claims ready runs wherever they are (each ``Claim`` names its
-    run's tenant and project), takes over ended holders' runs and reaps across all of them. What it
-    then does for a run goes through the run's own scoped ``RunStore``.
-
-    ``limits`` are counted here across the whole store (every scope), per concurrency key when the
-    run has one: CONTRACT says "at most N of its runs execute at once across every worker of a store",
-    and every worker claims through this queue. (A scoped ``RunStore.claim`` counts what its scope
-    sees: one scope's store never depends on another scope's rows.)
-    """
-
-    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        """The earliest ``next_at`` of a queued run of these workflows in any scope that ``limits`` let run."""
-        ...
-
-    async def claim(
-        self,
-        owner: str,
-        lease_s: float,
-        limit: int,
-        workflows: Sequence[str],
-        *,
-        holder: Holder | None = None,
-        limits: Limits | None = None,
-    ) -> list[Claim]:
-        """As ``RunStore.claim``, across every scope, earliest ``next_at`` first; ``limits`` count the whole store."""
-        ...
-
-    async def holders(self, host: str) -> list[tuple[int, int]]:
-        """As ``RunStore.holders``, in any scope."""
-        ...
-
-    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        """As ``RunStore.take_over``, across every scope: the ended process's runs wherever they are."""
-        ...
-
-    async def needs_reaping(self) -> bool:
-        """As ``RunStore.needs_reaping``, in any scope."""
-        ...
-
-    async def reap(self) -> list[str]:
-        """As ``RunStore.reap``, across every scope."""
-        ...
-
-
-def lost_worker_change(row: Row, ambiguous: Sequence[str], lost: int, at: float) -> dict[str, Any]:
-    """The change to a running run whose worker is gone (its lease expired, or its process ended), the same on
-    every backend: cancelled if that was asked, ``needs_review`` with ``ambiguous`` effects, failed after
-    ``MAX_LOST_LEASES`` (``lost`` counts this loss), else queued at ``at``. ``row`` has the run's columns."""
-    sets: dict[str, Any] = {"lease_owner": None, "lease_expires": None, "lost_leases": lost}
-    if row["cancel_requested"]:
-        sets.update(status="cancelled", error=f"cancelled: {row['cancel_reason'] or 'by request'}")
-    elif ambiguous:
-        sets.update(
-            status="needs_review",
-            error=f"effect(s) {list(ambiguous)} were in flight when worker {row['lease_owner']} lost its lease; "
-            "resolve each with resolve_effect(effect_id, 'applied'|'not_applied')",
-        )
-    elif lost >= MAX_LOST_LEASES:
-        sets.update(
-            status="failed",
-            error=f"step {row['step']!r} lost its worker {lost} times in a row (it may crash its process); "
-            "fix the step and start a new run",
-        )
-    else:
-        sets.update(status="queued", next_at=at)
-    return sets
-
-
-# -- the messages every store gives (so they read the same on every backend) -------------------
-def no_run(run_id: str, tenant: str, project: str) -> NotFoundError:
-    return NotFoundError(f"no run {run_id} in {tenant}/{project}; list runs with run_list")
-
-
-def request_fingerprint(**parts: Any) -> str:
-    """What identifies a request under an idempotency key: a digest of each part, by name (stored with the
-    key), so that a repeated request is recognised and a different one is told which part differs."""
-    return dumps({name: hashlib.sha256(dumps(value).encode()).hexdigest()[:16] for name, value in parts.items()})
-
-
-def _differing(old: str, new: str) -> list[str]:
-    try:
-        before, after = json.loads(old), json.loads(new)
-    except ValueError:
-        return []
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return []
-    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
-
-
-def idempotency_conflict(key: str, run_id: str, old: str = "", new: str = "") -> ConflictError:
-    """The error for a *different* request under a used key, naming what differs."""
-    parts = _differing(old, new)
-    what = ", ".join(parts) if parts else "workflow, message, session, input or deadline"
-    return ConflictError(
-        f"idempotency key {key!r} was used for run {run_id} by a request with a different {what}; "
-        "repeat the same request to get that run, or use a new key for a new request"
-    )
-
-
-def no_interrupt(interrupt_id: str) -> NotFoundError:
-    return NotFoundError(f"no interrupt {interrupt_id}; list pending ones with interrupt_list")
-
-
-def interrupt_not_pending(interrupt_id: str, status: str) -> ConflictError:
-    return ConflictError(f"interrupt {interrupt_id} is already {status}; only a pending interrupt can be decided")
-
-
-def no_effect(effect_id: str) -> NotFoundError:
-    return NotFoundError(f"no effect {effect_id}; list ambiguous ones with effect_list")
-
-
-def effect_not_ambiguous(effect_id: str, status: str) -> ConflictError:
-    return ConflictError(f"effect {effect_id} is {status}, not ambiguous; only ambiguous effects are resolved")
-
-
-def decision_json(decision: Decision) -> str:
-    try:
-        return dumps(decision.model_dump())
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"value must be JSON-serialisable: {exc}") from None
-
-
-def check_change(change: RunChange) -> None:
-    unknown = set(change) - RUN_FIELDS
-    if unknown:
-        raise ValueError(f"not run fields a change may set: {sorted(unknown)}")

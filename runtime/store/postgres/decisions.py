@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncpg
 
 from runtime.durable.models import Interrupt
-from runtime.durable.store import (
-    CheckInterrupt,
-    EventSpec,
+from runtime.durable.store import CheckInterrupt, EventSpec
+from runtime.durable.store_shared import (
     decision_json,
     effect_not_ambiguous,
     interrupt_not_pending,

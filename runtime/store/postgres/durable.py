@@ -19,7 +19,8 @@ from typing import Any
 
 import asyncpg
 
-from runtime.durable.store import EventSpec, RunChange, check_change, dumps, no_run
+from runtime.durable.store import EventSpec, RunChange, dumps
+from runtime.durable.store_shared import check_change, no_run
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.postgres.notify import notify

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from runtime.durable.store import EventSpec, lost_worker_change
+from runtime.durable.store import EventSpec
+from runtime.durable.store_shared import lost_worker_change
 from runtime.ids import now
 from runtime.store.postgres.durable import RELEASED, Scope, end_unheld, plain_update, scope_args
 

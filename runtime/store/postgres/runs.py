@@ -1,4 +1,5 @@
-"""``PostgresRunStore``: the durable layer's ``RunStore`` protocol on PostgreSQL.
+"""``PostgresRunStore`` and ``PostgresRunQueue``: the durable layer's ``RunStore`` and ``RunQueue`` protocols
+on PostgreSQL (a store is the queue of its own scope, and more).
 
 Each method is one ``db.write`` (a whole transaction, group committed with others under load) or
 one ``db.read`` (a read-only snapshot); the SQL itself is in ``durable.py``, ``reap.py`` and
@@ -31,8 +32,8 @@ from runtime.durable.store import (
     RunChange,
     StepCheckpoint,
     dumps,
-    idempotency_conflict,
 )
+from runtime.durable.store_shared import idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
@@ -68,13 +69,18 @@ async def _relay(sub: Subscription, hear: Callable[[Sequence[str]], None], quiet
 
 
 class PostgresRunQueue:
-    """The ``RunQueue`` of a database: claims, readiness, takeover and reaping across every tenant/project."""
+    """The ``RunQueue`` of the runs a claimer serves: claims, readiness, takeover and reaping.
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    ``scope`` None is every tenant/project of the database (``StoreBackend.queue()``, through which
+    every worker claims, so ``limits`` count the whole store); ``PostgresRunStore`` is this queue
+    for its own scope."""
+
+    def __init__(self, db: PostgresDatabase, scope: Scope | None = None) -> None:
         self.db = db
+        self.scope = scope
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        return await self.db.read(lambda c: claims.next_ready(c, None, workflows, limits or {}))
+        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
 
     async def claim(
         self,
@@ -86,29 +92,33 @@ class PostgresRunQueue:
         holder: Holder | None = None,
         limits: Limits | None = None,
     ) -> list[Claim]:
-        # scope None: ready runs of every scope, and limits count the running runs of the whole store
-        rows = await self.db.write(lambda c: claims.claim(c, None, owner, lease_s, limit, workflows, holder, limits))
+        rows = await self.db.write(
+            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
+        )
         return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.db.read(lambda c: claims.holders(c, None, host))
+        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.db.write(lambda c: reap.take_over(c, None, host, pid, started))
+        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
 
     async def needs_reaping(self) -> bool:
-        return await self.db.read(lambda c: durable.has_reapable(c, None))
+        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
 
     async def reap(self) -> list[str]:
-        return await self.db.write(lambda c: reap.reap(c, None))
+        return await self.db.write(lambda c: reap.reap(c, self.scope))
 
 
-class PostgresRunStore:
-    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in PostgreSQL."""
+class PostgresRunStore(PostgresRunQueue):
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in PostgreSQL.
+
+    Its claims, readiness, takeover and reaping are ``PostgresRunQueue``'s, in this scope."""
+
+    scope: Scope
 
     def __init__(self, db: PostgresDatabase, tenant: str, project: str) -> None:
-        self.db = db
-        self.scope = Scope(tenant, project)
+        super().__init__(db, Scope(tenant, project))
 
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
@@ -263,31 +273,7 @@ class PostgresRunStore:
             finally:
                 notifier.close()
 
-    # -- workers ----------------------------------------------------------------------------
-    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
-
-    async def claim(
-        self,
-        owner: str,
-        lease_s: float,
-        limit: int,
-        workflows: Sequence[str],
-        *,
-        holder: Holder | None = None,
-        limits: Limits | None = None,
-    ) -> list[Claim]:
-        rows = await self.db.write(
-            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
-        )
-        return [Claim.from_row(row) for row in rows]
-
-    async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
-
-    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
-
+    # -- workers (claims, takeover and reaping: ``PostgresRunQueue``) -----------------------
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         return await self.db.write(lambda c: durable.renew(c, leases, lease_s))
 
@@ -304,12 +290,6 @@ class PostgresRunStore:
 
     async def release(self, leases: Sequence[tuple[str, int]]) -> None:
         await self.db.write(lambda c: durable.release(c, leases))
-
-    async def needs_reaping(self) -> bool:
-        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
-
-    async def reap(self) -> list[str]:
-        return await self.db.write(lambda c: reap.reap(c, self.scope))
 
     # -- under a lease ----------------------------------------------------------------------
     async def commit(

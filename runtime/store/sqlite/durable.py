@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.durable.store import EventSpec, RunChange, check_change, dumps, no_run
+from runtime.durable.store import EventSpec, RunChange, dumps
+from runtime.durable.store_shared import check_change, no_run
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from runtime.durable.store import EventSpec, lost_worker_change
+from runtime.durable.store import EventSpec
+from runtime.durable.store_shared import lost_worker_change
 from runtime.ids import now
 from runtime.store.sqlite.durable import IN_SCOPE, RELEASED, Scope, end_unheld, plain_update, scope_args
 

@@ -1,4 +1,5 @@
-"""``SQLiteRunStore``: the durable layer's ``RunStore`` protocol on the embedded SQLite database.
+"""``SQLiteRunStore`` and ``SQLiteRunQueue``: the durable layer's ``RunStore`` and ``RunQueue`` protocols
+on the embedded SQLite database (a store is the queue of its own scope, and more).
 
 Each method is one ``db.write`` (a SAVEPOINT within a group-committed transaction) or one
 ``db.read`` (a snapshot on a reader thread); the SQL itself is in ``durable.py``, ``reap.py`` and
@@ -28,8 +29,8 @@ from runtime.durable.store import (
     RunChange,
     StepCheckpoint,
     dumps,
-    idempotency_conflict,
 )
+from runtime.durable.store_shared import idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
@@ -51,13 +52,18 @@ def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list
 
 
 class SQLiteRunQueue:
-    """The ``RunQueue`` of a database: claims, readiness, takeover and reaping across every tenant/project."""
+    """The ``RunQueue`` of the runs a claimer serves: claims, readiness, takeover and reaping.
 
-    def __init__(self, db: SQLiteDatabase) -> None:
+    ``scope`` None is every tenant/project of the database (``StoreBackend.queue()``, through which
+    every worker claims, so ``limits`` count the whole store); ``SQLiteRunStore`` is this queue
+    for its own scope."""
+
+    def __init__(self, db: SQLiteDatabase, scope: Scope | None = None) -> None:
         self.db = db
+        self.scope = scope
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        return await self.db.read(lambda c: claims.next_ready(c, None, workflows, limits or {}))
+        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
 
     async def claim(
         self,
@@ -69,29 +75,33 @@ class SQLiteRunQueue:
         holder: Holder | None = None,
         limits: Limits | None = None,
     ) -> list[Claim]:
-        # scope None: ready runs of every scope, and limits count the running runs of the whole store
-        rows = await self.db.write(lambda c: claims.claim(c, None, owner, lease_s, limit, workflows, holder, limits))
+        rows = await self.db.write(
+            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
+        )
         return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.db.read(lambda c: claims.holders(c, None, host))
+        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.db.write(lambda c: reap.take_over(c, None, host, pid, started))
+        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
 
     async def needs_reaping(self) -> bool:
-        return await self.db.read(lambda c: durable.has_reapable(c, None))
+        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
 
     async def reap(self) -> list[str]:
-        return await self.db.write(lambda c: reap.reap(c, None))
+        return await self.db.write(lambda c: reap.reap(c, self.scope))
 
 
-class SQLiteRunStore:
-    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in SQLite."""
+class SQLiteRunStore(SQLiteRunQueue):
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in SQLite.
+
+    Its claims, readiness, takeover and reaping are ``SQLiteRunQueue``'s, in this scope."""
+
+    scope: Scope
 
     def __init__(self, db: SQLiteDatabase, tenant: str, project: str) -> None:
-        self.db = db
-        self.scope = Scope(tenant, project)
+        super().__init__(db, Scope(tenant, project))
 
     # -- starting and reading ---------------------------------------------------------------
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
@@ -217,31 +227,7 @@ class SQLiteRunStore:
         """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
         task_status.started(False)
 
-    # -- workers ----------------------------------------------------------------------------
-    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
-
-    async def claim(
-        self,
-        owner: str,
-        lease_s: float,
-        limit: int,
-        workflows: Sequence[str],
-        *,
-        holder: Holder | None = None,
-        limits: Limits | None = None,
-    ) -> list[Claim]:
-        rows = await self.db.write(
-            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
-        )
-        return [Claim.from_row(row) for row in rows]
-
-    async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
-
-    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
-
+    # -- workers (claims, takeover and reaping: ``SQLiteRunQueue``) -------------------------
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
         return await self.db.write(partial(durable.renew, leases=leases, lease_s=lease_s))
 
@@ -255,12 +241,6 @@ class SQLiteRunStore:
 
     async def release(self, leases: Sequence[tuple[str, int]]) -> None:
         await self.db.write(partial(durable.release, leases=leases))
-
-    async def needs_reaping(self) -> bool:
-        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
-
-    async def reap(self) -> list[str]:
-        return await self.db.write(lambda c: reap.reap(c, self.scope))
 
     # -- under a lease ----------------------------------------------------------------------
     async def commit(
