@@ -15,6 +15,7 @@ Several processes may open the same file: SQLite's own lock serialises their wri
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -67,6 +68,23 @@ class _Batch:
             self._finished.set()
 
 
+def _into_wal(conn: sqlite3.Connection) -> str:
+    """Put the file in WAL mode; the journal mode it is in then.
+
+    Two processes opening a new store at once each ask for WAL, and one may find the other mid-switch:
+    SQLite then answers "database is locked" at once, without its busy handler (waiting there could
+    deadlock). By the time it asks again the other has switched, and the answer is simply "wal".
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)  # on the opening thread, not the event loop
+
+
 def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000)
     conn.row_factory = sqlite3.Row
@@ -109,8 +127,8 @@ class SQLiteDatabase:
         opened = [_connect(self.path, self.synchronous)]
         try:
             health.verify_opened(opened[0], self.path)  # a damaged or foreign file is refused before any write
-            mode = opened[0].execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            mode = _into_wal(opened[0])
+            if mode.lower() != "wal":
                 raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
             apply_migrations(opened[0], migrations)
             missing = health.missing_schema(opened[0], migrations)
