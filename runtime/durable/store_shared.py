@@ -1,22 +1,38 @@
 """What every backend's run store decides and says alike, so that a run behaves and reads the same on each.
 
-The rules: the change to a run whose worker is gone (``lost_worker_change``, for the reaper and for a
-takeover) and which run fields a change may set (``check_change``). The messages: the errors a store
-gives for what is not there or not in the state asked, and for a reused idempotency key (naming the
-parts of the request that differ, from the ``request_fingerprint`` stored with the key). The records
-and protocols these serve are in ``runtime.durable.store``.
+The scope a worker's query works in (``Scope``; ``None`` is every scope of the store). The rules: the
+change to a run whose worker is gone (``lost_worker_change``, for the reaper and for a takeover) and
+which run fields a change may set (``check_change``). The messages: the errors a store gives for what
+is not there or not in the state asked, and for a reused idempotency key (naming the parts of the
+request that differ, from the ``request_fingerprint`` stored with the key). The records and
+protocols these serve are in ``runtime.durable.store``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from runtime.durable.models import Row
 from runtime.durable.store import MAX_LOST_LEASES, RUN_FIELDS, RunChange, dumps
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.flow.workflow import Decision
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One tenant/project of a store."""
+
+    tenant: str
+    project: str
+
+
+def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
+    """The worker's queries (claims, readiness, reaping) take ``Scope | None``, ``None`` being every scope:
+    they match ``tenant = COALESCE(?, tenant)``, one statement for both (no index is on tenant there)."""
+    return (None, None) if scope is None else (scope.tenant, scope.project)
 
 
 def lost_worker_change(row: Row, ambiguous: Sequence[str], lost: int, at: float) -> dict[str, Any]:

@@ -32,8 +32,9 @@ from typing import Any
 import asyncpg
 
 from runtime.durable.store import EventSpec, Holder, Limits
+from runtime.durable.store_shared import Scope, scope_args
 from runtime.ids import now
-from runtime.store.postgres.durable import Scope, append_events, changed, scope_args
+from runtime.store.postgres.durable import append_events, changed
 
 _QUEUED = (
     "status = 'queued' AND next_at <= $1 AND tenant = COALESCE($2, tenant) AND project = COALESCE($3, project) "

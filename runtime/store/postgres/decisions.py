@@ -9,6 +9,7 @@ import asyncpg
 from runtime.durable.models import Interrupt
 from runtime.durable.store import CheckInterrupt, EventSpec
 from runtime.durable.store_shared import (
+    Scope,
     decision_json,
     effect_not_ambiguous,
     interrupt_not_pending,
@@ -17,7 +18,7 @@ from runtime.durable.store_shared import (
 )
 from runtime.flow.workflow import Decision
 from runtime.ids import now
-from runtime.store.postgres.durable import Scope, plain_update, run_row
+from runtime.store.postgres.durable import plain_update, run_row
 
 
 async def _locked(conn: asyncpg.Connection, scope: Scope, table: str, row_id: str) -> asyncpg.Record | None:

@@ -14,13 +14,12 @@ that is how another process's ``watch`` hears of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
 from runtime.durable.store import EventSpec, RunChange, dumps
-from runtime.durable.store_shared import check_change, no_run
+from runtime.durable.store_shared import Scope, check_change, no_run, scope_args
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.postgres.notify import notify
@@ -34,18 +33,6 @@ CANCEL_CHANNEL = "rath_run_cancels"
 RELEASED = 0.0
 """``lease_expires`` of a lease its worker gave up on shutdown (as on SQLite): the reaper hands the run on
 at once and, since no worker was lost, does not count it towards ``MAX_LOST_LEASES``."""
-
-
-@dataclass(frozen=True)
-class Scope:
-    tenant: str
-    project: str
-
-
-def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
-    """The worker's queries (claims, readiness, reaping) take ``Scope | None``, ``None`` being every scope;
-    they match ``tenant = COALESCE($n, tenant)``, one statement for both (no index is on tenant there)."""
-    return (None, None) if scope is None else (scope.tenant, scope.project)
 
 
 async def changed(conn: asyncpg.Connection, *run_ids: str) -> None:

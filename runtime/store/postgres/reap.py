@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncpg
 
 from runtime.durable.store import EventSpec
-from runtime.durable.store_shared import lost_worker_change
+from runtime.durable.store_shared import Scope, lost_worker_change, scope_args
 from runtime.ids import now
-from runtime.store.postgres.durable import RELEASED, Scope, end_unheld, plain_update, scope_args
+from runtime.store.postgres.durable import RELEASED, end_unheld, plain_update
 
 
 async def reap(conn: asyncpg.Connection, scope: Scope | None) -> list[str]:

@@ -33,13 +33,13 @@ from runtime.durable.store import (
     StepCheckpoint,
     dumps,
 )
-from runtime.durable.store_shared import idempotency_conflict
+from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
 from runtime.store.postgres import claims, decisions, durable, reap
 from runtime.store.postgres.database import PostgresDatabase, search_ids
-from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL, Scope
+from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL
 from runtime.store.postgres.notify import Notifier, Subscription, notify
 from runtime.store.postgres.sessions import PostgresSessionStore
 

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.durable.store import EventSpec, Holder, Limits
+from runtime.durable.store_shared import Scope, scope_args
 from runtime.ids import now
-from runtime.store.sqlite.durable import IN_SCOPE, Scope, append_events, scope_args
+from runtime.store.sqlite.durable import IN_SCOPE, append_events
 
 
 def _caps(workflows: Sequence[str], limits: Limits) -> tuple[str, list[Any]]:

@@ -7,6 +7,7 @@ import sqlite3
 from runtime.durable.models import Interrupt
 from runtime.durable.store import CheckInterrupt, EventSpec
 from runtime.durable.store_shared import (
+    Scope,
     decision_json,
     effect_not_ambiguous,
     interrupt_not_pending,
@@ -15,7 +16,7 @@ from runtime.durable.store_shared import (
 )
 from runtime.flow.workflow import Decision
 from runtime.ids import now
-from runtime.store.sqlite.durable import Scope, plain_update, run_row
+from runtime.store.sqlite.durable import plain_update, run_row
 
 
 def decide(conn: sqlite3.Connection, scope: Scope, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:

@@ -11,29 +11,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from runtime.durable.store import EventSpec, RunChange, dumps
-from runtime.durable.store_shared import check_change, no_run
+from runtime.durable.store_shared import Scope, check_change, no_run, scope_args
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 
-
-@dataclass(frozen=True)
-class Scope:
-    tenant: str
-    project: str
-
-
-#: The worker's queries (claims, readiness, reaping) take ``Scope | None``; ``None`` is every scope.
-#: They match ``tenant = COALESCE(?, tenant)``: one statement for both (no index is on tenant there).
+#: Where the worker's queries are in ``Scope | None`` (its parameters: ``scope_args``).
 IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
-
-
-def scope_args(scope: Scope | None) -> tuple[str | None, str | None]:
-    """The two parameters of ``IN_SCOPE``."""
-    return (None, None) if scope is None else (scope.tenant, scope.project)
 
 
 def append_events(conn: sqlite3.Connection, run_id: str, last_seq: int, events: Sequence[EventSpec], at: float) -> None:

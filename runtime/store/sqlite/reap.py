@@ -18,9 +18,9 @@ from __future__ import annotations
 import sqlite3
 
 from runtime.durable.store import EventSpec
-from runtime.durable.store_shared import lost_worker_change
+from runtime.durable.store_shared import Scope, lost_worker_change, scope_args
 from runtime.ids import now
-from runtime.store.sqlite.durable import IN_SCOPE, RELEASED, Scope, end_unheld, plain_update, scope_args
+from runtime.store.sqlite.durable import IN_SCOPE, RELEASED, end_unheld, plain_update
 
 
 def reap(conn: sqlite3.Connection, scope: Scope | None) -> list[str]:

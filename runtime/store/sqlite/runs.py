@@ -30,13 +30,12 @@ from runtime.durable.store import (
     StepCheckpoint,
     dumps,
 )
-from runtime.durable.store_shared import idempotency_conflict
+from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
 from runtime.store.sqlite import claims, decisions, durable, reap
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
-from runtime.store.sqlite.durable import Scope
 from runtime.store.sqlite.sessions import SQLiteSessionStore
 
 
