@@ -16,12 +16,12 @@ import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
-import pytest
+
+from tests.needs import unavailable
 
 SERVER = os.environ.get("RATH_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
-SKIP_REASON = (
-    f"no PostgreSQL server answers at {SERVER} (set RATH_TEST_PG to one, or start the machine's: "
-    "pg_ctlcluster --skip-systemctl-redirect 15 main start); under CI these tests fail instead of skipping"
+HOW_TO_START = (
+    "set RATH_TEST_PG to a server, or start the machine's: pg_ctlcluster --skip-systemctl-redirect 15 main start"
 )
 
 
@@ -57,11 +57,8 @@ def reachable() -> str | None:
 def require_postgres() -> None:
     """Skip (developer machine) or fail (CI) when the server cannot be reached."""
     why = reachable()
-    if why is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but PostgreSQL is unreachable at {SERVER} ({why}): .ci/run must start it")
-    pytest.skip(f"{SKIP_REASON} ({why})")
+    if why is not None:
+        unavailable(f"a PostgreSQL server at {SERVER} ({why})", HOW_TO_START)
 
 
 def create_database() -> str:

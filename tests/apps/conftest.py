@@ -21,6 +21,7 @@ import pytest
 from mcp import Client
 from playwright.async_api import Browser, Page, async_playwright
 
+from tests.needs import unavailable
 from tests.transports._servers import RunningServer, http_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,9 +36,7 @@ def require(thing: str | None, what: str, how: str) -> str:
     """``thing`` when present; else skip (developer machine) or fail (CI) saying how to get it."""
     if thing:
         return thing
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {what} is missing: .ci/run must install it ({how})")
-    pytest.skip(f"{what} is missing ({how}); under CI this test fails instead of skipping")
+    unavailable(what, how)
 
 
 def chromium_path() -> str:

@@ -29,6 +29,7 @@ from runtime.store.sqlite.database import apply_migrations
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from tests.cli.conftest import ROOT, one_error_line, rath_here, rath_process
 from tests.mcp.conftest import text_of
+from tests.needs import unavailable
 
 PAGE = 4096
 
@@ -181,9 +182,9 @@ async def test_a_table_dropped_under_a_running_server_gives_tool_errors_that_say
 def bwrap_or_skip() -> str:
     found = shutil.which("bwrap")
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap (bwrap) is needed to make a read-only home here, and CI must have it")
-        pytest.skip("bubblewrap (bwrap) is not installed: it makes the read-only home (a read-only mount)")
+        unavailable(
+            "bubblewrap (bwrap), which makes the read-only home (a read-only mount)", "apt-get install bubblewrap"
+        )
     return found
 
 

@@ -20,6 +20,7 @@ import pytest
 from runtime.sandbox import Backend, Sandbox
 from runtime.sandbox.local import LocalBackend
 from runtime.sandbox.opensandbox import OpenSandboxBackend
+from tests.needs import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR_API_KEY = "emulator-key-" + uuid.uuid4().hex[:8]
@@ -41,9 +42,7 @@ needs_bwrap = pytest.mark.skipif(BWRAP_MISSING and not os.environ.get("CI"), rea
 def require_bwrap() -> None:
     """Skip (developer machine) or fail (CI) when bubblewrap is missing."""
     if BWRAP_MISSING:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but bubblewrap is missing: .ci/run must `apt-get install bubblewrap`")
-        pytest.skip(BWRAP_SKIP_REASON)
+        unavailable("bubblewrap, whose isolation these tests check", "apt-get install bubblewrap")
 
 
 @pytest.fixture(scope="session")
