@@ -171,7 +171,9 @@ async def test_run_wait_sends_progress_and_returns_the_handle_when_time_runs_out
         elapsed = anyio.current_time() - started
         assert result.structured_content is not None
         assert result.structured_content["status"] == "queued" and "run_wait" in result.structured_content["hint"]
-        assert elapsed >= 0.5  # never before its budget (how much later depends on the machine's load)
+        # Never before its budget: the wait ends at a deadline on this same loop clock, so this holds under any
+        # load (a loaded machine only makes it later, and no upper bound is asserted).
+        assert elapsed >= 0.5
         assert len(seen) >= 2  # the run as it was on arrival, then heartbeats (every 0.05 s of the 0.5 s)
         values = [p for p, _, _ in seen]
         assert values == sorted(values) and len(set(values)) == len(values)
