@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +19,7 @@ import anyio
 from runtime.durable.context import CURRENT_RUN, LiveContext
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.store import RELEASE, Claim, EventSpec, StepCheckpoint, dumps
+from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, StepCheckpoint, dumps
 from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
@@ -76,8 +76,20 @@ def _check_state(step: StepPlan, value: Any) -> str:
 class Runner:
     """Executes the steps of one run under one lease."""
 
-    def __init__(self, rt: Runtime, plan: Plan, claim: Claim, lease: Lease) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        plan: Plan,
+        claim: Claim,
+        lease: Lease,
+        *,
+        successor: Callable[[], ClaimOrder | None] | None = None,
+    ) -> None:
         self.rt, self.plan, self.lease = rt, plan, lease
+        # what the commit that ends this claim also claims (the worker's next run for this slot), asked
+        # when that commit is made (the worker may be stopping by then), and what it got
+        self.successor = successor
+        self.next_claims: list[Claim] = []
         self.run_id: str = claim.id
         self.state_json: str = claim.state_json
         self.step: str = claim.step
@@ -105,9 +117,13 @@ class Runner:
         ``retry_in_s``: the run may be claimed again that long after this commit. It is counted from
         the commit's own timestamp (the one its events carry), not from a clock read before the write
         queued, so "a retry starts at least ``retry_in_s`` after its ``step.failed``" holds exactly.
+        A commit that gives the claim up (``RELEASE``) also claims the ``successor``.
         """
+        order = None
+        if "lease_owner" in sets and self.successor is not None:
+            order, self.successor = self.successor(), None
         with anyio.CancelScope(shield=True):
-            await self.rt.runs.store.commit(
+            self.next_claims = await self.rt.runs.store.commit(
                 self.run_id,
                 self.lease.token,
                 sets,
@@ -117,8 +133,9 @@ class Runner:
                 checkpoint=checkpoint,
                 retry_in_s=retry_in_s,
                 output_session=output_session,
+                then_claim=order,
             )
-        self.rt.runs.notify(self.run_id)
+        self.rt.runs.notify(self.run_id, *(claim.id for claim in self.next_claims))
 
     async def drive(self) -> None:
         """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""

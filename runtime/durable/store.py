@@ -205,6 +205,18 @@ class NewInterrupt:
 CheckInterrupt = Callable[[Interrupt], None]
 
 
+@dataclass(frozen=True)
+class ClaimOrder:
+    """What ``RunQueue.claim`` is asked, for ``RunStore.commit`` to claim in the same transaction."""
+
+    owner: str
+    lease_s: float
+    limit: int
+    workflows: Sequence[str]
+    holder: Holder | None = None
+    limits: Limits | None = None
+
+
 class RunQueue(Protocol):
     """A worker's operations on the runs it serves: readiness, claims, takeover and reaping.
 
@@ -361,7 +373,8 @@ class RunStore(RunQueue, Protocol):
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
         output_session: NewSession | None = None,
-    ) -> None:
+        then_claim: ClaimOrder | None = None,
+    ) -> list[Claim]:
         """Change the run and append events (and a checkpoint, at its ``checkpoint.created`` event).
         ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``.
         ``retry_in_s``: the run may be claimed again (``next_at``) that long after this commit's own

@@ -33,7 +33,7 @@ from anyio.abc import TaskGroup
 
 from runtime.durable.owner import is_gone, this_process
 from runtime.durable.runner import Lease, Runner
-from runtime.durable.store import RELEASE, Claim, EventSpec
+from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec
 from runtime.errors import LeaseLostError
 from runtime.ids import now
 
@@ -165,13 +165,28 @@ class Worker:
                 await self._wake.wait()
 
     async def _execute(self, claim: Claim, lease: Lease) -> None:
+        """Drive a claimed run in its slot, then the run its last commit claimed for the slot, and so on."""
+        try:
+            successor: Claim | None = claim
+            while successor is not None:
+                successor = await self._drive(successor, self.leases[successor.id])
+        finally:
+            self._slot_free.set()
+            self._slot_free = anyio.Event()
+
+    async def _drive(self, claim: Claim, lease: Lease) -> Claim | None:
+        """Drive one run; the next run its last commit claimed (its lease held from here), if any."""
+        runner: Runner | None = None
         try:
             plan = self.rt.workflows.get(claim.workflow)
+            runner = Runner(self.rt, plan, claim, lease, successor=self._successor)
             with self.rt.scope(claim.tenant, claim.project):
-                await Runner(self.rt, plan, claim, lease).drive()
+                await runner.drive()
         except anyio.get_cancelled_exc_class():
+            claimed = runner.next_claims if runner is not None else []
+            held = [(lease.run_id, lease.token)] + [(c.id, c.token) for c in claimed]
             with anyio.CancelScope(shield=True):
-                await self._release([(lease.run_id, lease.token)])
+                await self._release(held)
             raise
         except LeaseLostError:
             log.info("lease on run %s lost (token %s); its worker stopped", lease.run_id, lease.token)
@@ -180,11 +195,20 @@ class Worker:
             await self._crash(claim, lease, exc)
         finally:
             self.leases.pop(lease.run_id, None)
-            self._slot_free.set()
-            self._slot_free = anyio.Event()
             self.rt.runs.notify(lease.run_id)
             if claim.workflow in self.rt.workflows.limits():  # a slot of its workflow is free: look again
                 self._wake_all()
+        successor = runner.next_claims[0] if runner is not None and runner.next_claims else None
+        if successor is not None:
+            self.leases[successor.id] = Lease(successor.id, successor.token)
+        return successor
+
+    def _successor(self) -> ClaimOrder | None:
+        """What a run's last commit claims for its slot: the next ready run (none once stopping)."""
+        if self._stopping:
+            return None
+        workflows, limits = self.rt.workflows.names(), self.rt.workflows.limits()
+        return ClaimOrder(self.owner, self.lease_s, 1, workflows, holder=self.holder, limits=limits)
 
     async def _crash(self, claim: Claim, lease: Lease, exc: Exception) -> None:
         sets = {**RELEASE, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}

@@ -10,6 +10,7 @@ change to a run is announced on ``durable.CHANNEL``, which ``watch`` hears from 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
 from runtime.durable.store import (
     CheckInterrupt,
     Claim,
+    ClaimOrder,
     EffectRecord,
     EventSpec,
     Holder,
@@ -45,6 +47,25 @@ from runtime.store.postgres.sessions import PostgresSessionStore
 
 WATCH_POLL_S = 5.0
 """With no notification for this long, ``watch`` says "anything may have changed" (the polling fallback)."""
+
+
+log = logging.getLogger(__name__)
+
+
+async def _claim_within(conn: asyncpg.Connection, order: ClaimOrder) -> list[asyncpg.Record]:
+    """``order``'s claim, every scope, inside a write under way; under a savepoint, so that a claim that
+    fails (logged) rolls back alone and the write it rides with still commits."""
+    await conn.execute("SAVEPOINT claim")
+    try:
+        rows = await claims.claim(
+            conn, None, order.owner, order.lease_s, order.limit, order.workflows, order.holder, order.limits
+        )
+    except asyncpg.PostgresError:
+        await conn.execute("ROLLBACK TO SAVEPOINT claim")
+        log.exception("could not claim a run in the commit that ended another; the worker claims it next")
+        rows = []
+    await conn.execute("RELEASE SAVEPOINT claim")
+    return rows
 
 
 async def _with_pending(conn: asyncpg.Connection, rows: Sequence[asyncpg.Record]) -> list[Run]:
@@ -304,10 +325,11 @@ class PostgresRunStore(PostgresRunQueue):
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
         output_session: NewSession | None = None,
-    ) -> None:
+        then_claim: ClaimOrder | None = None,
+    ) -> list[Claim]:
         scope = self.scope
 
-        async def write(conn: asyncpg.Connection) -> None:
+        async def write(conn: asyncpg.Connection) -> list[asyncpg.Record]:
             todo = list(events)
             if settle:
                 await durable.lock_held(conn, run_id, token)  # the run first, then its effects
@@ -319,8 +341,9 @@ class PostgresRunStore(PostgresRunQueue):
                 sessions = PostgresSessionStore(self.db, scope.tenant, scope.project)
                 row = {**row, "output_session_id": (await sessions.insert_in(conn, output_session)).id}
             await durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
+            return [] if then_claim is None else await _claim_within(conn, then_claim)
 
-        await self.db.write(write)
+        return [Claim.from_row(row) for row in await self.db.write(write)]
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
         sql = "SELECT * FROM run_effects WHERE run_id = $1 AND visit = $2 ORDER BY created_at, id"

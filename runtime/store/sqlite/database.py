@@ -4,12 +4,13 @@ One writer connection and a few reader connections on one file, WAL mode. Each c
 on a thread of its own and runs whole functions sent to it (one hop per transaction, never one
 per statement). Writes are *group committed*: concurrent ``write(fn)`` calls are gathered into one
 ``BEGIN IMMEDIATE`` transaction, run in one hop, each under its own SAVEPOINT (so one failing
-write rolls back alone), and committed with one fsync. Per-statement awaits are what make asyncio
-SQLite slow (see ARCHITECTURE.md); a whole transaction per hop, and many per fsync, is what makes
-it fast.
+write rolls back alone), and committed with one fsync; a small write made alone may commit on the
+event loop's thread instead, without a hop (``commit.py`` says when). Per-statement awaits are what
+make asyncio SQLite slow (see ARCHITECTURE.md); a whole transaction per hop, and many per fsync, is
+what makes it fast.
 
 Several processes may open the same file: SQLite's own lock serialises their writers and
-``busy_timeout`` makes them wait instead of failing.
+``busy_timeout`` makes them wait instead of failing (on the writer's thread: the loop never waits).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -29,7 +29,8 @@ import anyio.to_thread
 from runtime.errors import StoreError
 from runtime.ids import now
 from runtime.store.migration import Migration
-from runtime.store.sqlite import health
+from runtime.store.sqlite import commit, health
+from runtime.store.sqlite.commit import Batch, InlineGate, Write
 from runtime.store.sqlite.threads import ConnectionThreads
 
 T = TypeVar("T")
@@ -39,33 +40,6 @@ WriteFn = Callable[[sqlite3.Connection], T]
 _BUSY_TIMEOUT_MS = 60_000
 _READERS = 3
 _LOOKUP_BUSY_TIMEOUT_MS = 20
-
-
-@dataclass
-class _Write(Generic[T]):
-    fn: WriteFn[T]
-    result: Any = None
-    error: BaseException | None = None
-    done: bool = False
-
-
-class _Batch:
-    """A batch on its way to the writer. Its event is made for the first writer that waits on it: a lone
-    writer's batch has none to make or set."""
-
-    __slots__ = ("_finished",)
-
-    def __init__(self) -> None:
-        self._finished: anyio.Event | None = None
-
-    async def wait(self) -> None:
-        if self._finished is None:
-            self._finished = anyio.Event()
-        await self._finished.wait()
-
-    def finish(self) -> None:
-        if self._finished is not None:
-            self._finished.set()
 
 
 def _into_wal(conn: sqlite3.Connection) -> str:
@@ -103,10 +77,12 @@ class SQLiteDatabase:
         self._writer: ConnectionThreads | None = None
         self._readers: ConnectionThreads | None = None
         self._here: sqlite3.Connection | None = None  # used only on the event loop's thread, by lookup()
+        self._writer_conn: sqlite3.Connection | None = None  # the writer's, for a lone write on the loop
+        self._patient = True  # whether the writer's connection waits for another process's write lock
+        self._gate = InlineGate()
         self._write_limiter = anyio.CapacityLimiter(1)
-        self._pending: list[_Write[Any]] = []
-        self._batch: _Batch | None = None
-        self._last_batch = 0  # writes in the last batch: more than one, and the next leader waits a pass
+        self._pending: list[Write[Any]] = []
+        self._batch: Batch | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self, migrations: Sequence[Migration]) -> None:
@@ -120,6 +96,8 @@ class SQLiteDatabase:
             writer, readers = await anyio.to_thread.run_sync(self._open_sync, list(migrations))
         self._here = readers.pop()
         self._here.execute(f"PRAGMA busy_timeout={_LOOKUP_BUSY_TIMEOUT_MS}")
+        writer.execute("PRAGMA wal_autocheckpoint=0")  # the writer's thread checkpoints (commit.py)
+        self._writer_conn = writer
         self._writer = ConnectionThreads("rath-sqlite-writer", [writer])
         self._readers = ConnectionThreads("rath-sqlite-reader", readers)
 
@@ -152,6 +130,7 @@ class SQLiteDatabase:
         with anyio.CancelScope(shield=True):
             async with self._write_limiter:
                 writer, self._writer = self._writer, None
+                self._writer_conn = None
                 if writer is not None:
                     writer.stop()
                     await writer.join()
@@ -164,13 +143,18 @@ class SQLiteDatabase:
                 here.close()
 
     # -- writes -----------------------------------------------------------------------------
-    async def write(self, fn: WriteFn[T]) -> T:
+    async def write(self, fn: WriteFn[T], *, small: bool = False) -> T:
         """Run ``fn(conn)`` inside a write transaction and return its result once committed.
 
-        ``fn`` runs on the writer's thread and must only use the connection it is given. If it
-        raises, its changes are rolled back (and only its changes) and the error is re-raised.
+        ``fn`` must only use the connection it is given. If it raises, its changes are rolled back
+        (and only its changes) and the error is re-raised. It runs on the writer's thread, or, when
+        ``small`` (a few rows of modest size, such as a run's step or a session fork) and the write is
+        alone, right here on the event loop's thread (``commit.InlineGate``).
         """
-        item: _Write[T] = _Write(fn)
+        item: Write[T] = Write(fn)
+        if small and await self._commit_here(item):
+            await anyio.lowlevel.checkpoint()  # let the tasks this held up run (commit.py); a cancel is as after a hop
+            return self._outcome(item)
         self._pending.append(item)
         waited = False
         while not item.done:
@@ -190,9 +174,41 @@ class SQLiteDatabase:
                 if item in self._pending:  # handed back unrun (the leader was torn down): withdraw it
                     self._pending.remove(item)
                 raise
+        return self._outcome(item)
+
+    def _outcome(self, item: Write[T]) -> T:
         if item.error is not None:
             raise health.store_error(self.path, item.error) or item.error
         return item.result  # type: ignore[no-any-return]
+
+    async def _commit_here(self, item: Write[Any]) -> bool:
+        """Commit a lone write on this thread if the gate allows and the file's write lock is free now;
+        False (nothing done) otherwise. It never waits: not for another process's lock, nor a checkpoint."""
+        conn = self._writer_conn
+        if conn is None or self._pending or self._batch is not None or not self._gate.allows(conn):
+            return False
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        # The writer is free (nobody holds the limiter: a batch or close() would) and stays free, since
+        # nothing below awaits.
+        if self._write_limiter.borrowed_tokens or self._writer_conn is None:
+            return False
+        try:
+            if self._patient:
+                conn.execute("PRAGMA busy_timeout=0")
+                self._patient = False
+            started = time.perf_counter()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+                    return False  # another process writes: queue for the writer's thread, which waits
+                raise
+            commit.commit(conn, self.path, [item])
+            self._gate.wrote(1, time.perf_counter() - started)
+            return True
+        except sqlite3.Error as exc:
+            item.error, item.done = exc, True
+            return True
 
     async def _lead_batch(self, waited: bool) -> None:
         """Take every pending write to the writer as one transaction.
@@ -202,12 +218,12 @@ class SQLiteDatabase:
         carried more than one write. Their writes then join this batch instead of waiting for the
         next fsync. A lone writer (the last batch was its own) goes at once: no window to pay.
         """
-        batch = self._batch = _Batch()
-        items: list[_Write[Any]] = []
+        batch = self._batch = Batch()
+        items: list[Write[Any]] = []
         try:
             with anyio.CancelScope(shield=True):
                 limiter = self._write_limiter
-                if waited or self._last_batch > 1:
+                if waited or self._gate.last_batch > 1:
                     await limiter.acquire()  # a pass of the loop (a checkpoint), then the writer
                 else:
                     try:
@@ -218,13 +234,13 @@ class SQLiteDatabase:
                     items, self._pending = self._pending, []
                     if not items:
                         return
-                    self._last_batch = len(items)
                     writer = self._writer
                     if writer is None:
                         for item in items:
                             item.error, item.done = StoreError("the database is closed"), True
                         return
-                    await writer.run(lambda conn: self._commit_batch(conn, items), finish=True)
+                    cost = await writer.run(lambda conn: self._commit_batch(conn, items), finish=True)
+                    self._gate.wrote(len(items), cost)
                 finally:
                     limiter.release()
         finally:
@@ -234,42 +250,18 @@ class SQLiteDatabase:
             self._batch = None
             batch.finish()
 
-    def _commit_batch(self, conn: sqlite3.Connection, items: list[_Write[Any]]) -> None:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            error = health.store_error(self.path, exc) or StoreError(f"could not start a write transaction: {exc}")
-            for item in items:
-                item.error, item.done = error, True
-            return
-        try:
-            for item in items:
-                conn.execute("SAVEPOINT w")
-                try:
-                    item.result = item.fn(conn)
-                except BaseException as exc:
-                    conn.execute("ROLLBACK TO w")
-                    item.error = exc
-                conn.execute("RELEASE w")
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            # The transaction is lost (a failed COMMIT, or an error SQLite answered by rolling the
-            # whole transaction back, after which ROLLBACK TO fails): end it so the connection
-            # stays usable, and fail every write of the batch that had not failed on its own.
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            lost = health.store_error(self.path, exc) or StoreError(f"the write transaction failed: {exc}")
-            for item in items:
-                if item.error is None:
-                    item.result, item.error = None, lost
-            if not isinstance(exc, sqlite3.Error):
-                raise
-        finally:
-            for item in items:
-                item.done = True
+    def _commit_batch(self, conn: sqlite3.Connection, items: list[Write[Any]]) -> float:
+        """On the writer's thread: commit ``items``, then checkpoint if one is due; the commit's seconds."""
+        if not self._patient:
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            self._patient = True
+        started = time.perf_counter()
+        if commit.begin(conn, self.path, items):
+            commit.commit(conn, self.path, items)
+        cost = time.perf_counter() - started
+        if self._gate.checkpoint_due(conn):
+            self._gate.checkpoint(conn)
+        return cost
 
     # -- reads ------------------------------------------------------------------------------
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:

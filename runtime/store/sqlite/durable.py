@@ -66,7 +66,7 @@ def guarded_update(
         conn.execute(  # with the run's session as it is now (what a fork from here starts from)
             "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, seq, state_json, next_step, dumps(pending), row[1], at),
+            (run_id, seq, state_json, next_step, dumps(pending) if pending else "[]", row[1], at),
         )
     return last_seq
 

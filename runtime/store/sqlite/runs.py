@@ -8,6 +8,7 @@ Each method is one ``db.write`` (a SAVEPOINT within a group-committed transactio
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -20,6 +21,7 @@ from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
 from runtime.durable.store import (
     CheckInterrupt,
     Claim,
+    ClaimOrder,
     EffectRecord,
     EventSpec,
     Holder,
@@ -38,6 +40,8 @@ from runtime.store.sqlite import claims, decisions, durable, reap
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
 from runtime.store.sqlite.sessions import SQLiteSessionStore
 
+log = logging.getLogger(__name__)
+
 
 def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list[Run]:
     """Runs from their rows, each with its pending interrupts (oldest first), in one query for all."""
@@ -48,6 +52,34 @@ def _with_pending(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> list
     for r in conn.execute(sql, ids) if ids else ():
         pending[r["run_id"]].append(Interrupt.from_row(r))
     return [Run.from_row(row, tuple(pending[row["id"]])) for row in rows]
+
+
+#: A claim of this many runs at most, and a commit of this many events at most whose texts (state, result,
+#: error) stay under ``SMALL_TEXT`` characters, are small writes (``SQLiteDatabase.write``): made alone,
+#: they commit on the event loop's thread. (Events carry ids and names, and a step's error, which the
+#: run's ``error`` carries too.)
+SMALL_ROWS = 8
+SMALL_TEXT = 64_000
+
+
+def _small(change: RunChange, events: Sequence[EventSpec]) -> bool:
+    return len(events) <= SMALL_ROWS and sum(len(v) for v in change.values() if isinstance(v, str)) < SMALL_TEXT
+
+
+def _claim_within(conn: sqlite3.Connection, order: ClaimOrder) -> list[sqlite3.Row]:
+    """``order``'s claim, every scope, inside a write under way; under a savepoint, so that a claim that
+    fails (logged) rolls back alone and the write it rides with still commits."""
+    conn.execute("SAVEPOINT claim")
+    try:
+        rows = claims.claim(
+            conn, None, order.owner, order.lease_s, order.limit, order.workflows, order.holder, order.limits
+        )
+    except sqlite3.Error:
+        conn.execute("ROLLBACK TO claim")
+        log.exception("could not claim a run in the commit that ended another; the worker claims it next")
+        rows = []
+    conn.execute("RELEASE claim")
+    return rows
 
 
 class SQLiteRunQueue:
@@ -75,7 +107,8 @@ class SQLiteRunQueue:
         limits: Limits | None = None,
     ) -> list[Claim]:
         rows = await self.db.write(
-            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
+            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits),
+            small=limit <= SMALL_ROWS,
         )
         return [Claim.from_row(row) for row in rows]
 
@@ -254,10 +287,11 @@ class SQLiteRunStore(SQLiteRunQueue):
         checkpoint: StepCheckpoint | None = None,
         retry_in_s: float | None = None,
         output_session: NewSession | None = None,
-    ) -> None:
+        then_claim: ClaimOrder | None = None,
+    ) -> list[Claim]:
         scope = self.scope
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             todo = list(events)
             if settle:
                 reap.settle_in_flight(conn, run_id, todo)
@@ -268,8 +302,10 @@ class SQLiteRunStore(SQLiteRunQueue):
                 sessions = SQLiteSessionStore(self.db, scope.tenant, scope.project)
                 row = {**row, "output_session_id": sessions.insert_in(conn, output_session).id}
             durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
+            return [] if then_claim is None else _claim_within(conn, then_claim)
 
-        await self.db.write(write)
+        rows = await self.db.write(write, small=_small(change, events))
+        return [Claim.from_row(row) for row in rows]
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
         sql = "SELECT * FROM run_effects WHERE run_id = ? AND visit = ?"
