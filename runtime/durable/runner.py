@@ -122,8 +122,9 @@ class Runner:
         order = None
         if "lease_owner" in sets and self.successor is not None:
             order, self.successor = self.successor(), None
+        runs = self.rt.runs
         with anyio.CancelScope(shield=True):
-            self.next_claims = await self.rt.runs.store.commit(
+            self.next_claims = await runs.store.commit(
                 self.run_id,
                 self.lease.token,
                 sets,
@@ -135,7 +136,7 @@ class Runner:
                 output_session=output_session,
                 then_claim=order,
             )
-        self.rt.runs.notify(self.run_id, *(claim.id for claim in self.next_claims))
+        runs.notify(self.run_id, *(claim.id for claim in self.next_claims))
 
     async def drive(self) -> None:
         """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""
@@ -204,7 +205,8 @@ class Runner:
         if self.deadline is not None:
             limit = min(limit, self.deadline - now())
         out: Outcome | None = None
-        with anyio.CancelScope(deadline=anyio.current_time() + limit) as scope:
+        deadline = anyio.current_time() + limit if limit != float("inf") else limit
+        with anyio.CancelScope(deadline=deadline) as scope:
             self.lease.scope = scope
             if self.lease.cancelled or self.lease.lost:
                 scope.cancel()

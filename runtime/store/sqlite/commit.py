@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 #: Rows changed on the writer's connection between WAL checkpoints (SQLite's own default is 1,000 pages;
 #: a small write changes a few rows on about as many pages).
-CHECKPOINT_ROWS = 1_000
+CHECKPOINT_ROWS = 1000
 #: Above this (a moving average of recent commits, in seconds), lone writes go to the writer's thread.
 INLINE_COST_S = 0.002
 _COST_WEIGHT = 0.125

@@ -15,6 +15,7 @@ Several processes may open the same file: SQLite's own lock serialises their wri
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -153,7 +154,7 @@ class SQLiteDatabase:
         """
         item: Write[T] = Write(fn)
         if small and await self._commit_here(item):
-            await anyio.lowlevel.checkpoint()  # let the tasks this held up run (commit.py); a cancel is as after a hop
+            await asyncio.sleep(0)  # let the tasks this held up run (commit.py); a cancel here is as after a hop
             return self._outcome(item)
         self._pending.append(item)
         waited = False
@@ -187,7 +188,6 @@ class SQLiteDatabase:
         conn = self._writer_conn
         if conn is None or self._pending or self._batch is not None or not self._gate.allows(conn):
             return False
-        await anyio.lowlevel.checkpoint_if_cancelled()
         # The writer is free (nobody holds the limiter: a batch or close() would) and stays free, since
         # nothing below awaits.
         if self._write_limiter.borrowed_tokens or self._writer_conn is None:

@@ -13,7 +13,7 @@ import anyio.lowlevel
 import pytest
 
 from runtime.backend import StoreBackend
-from runtime.durable.store import RELEASE, EffectRecord, Holder, NewInterrupt, RunStore
+from runtime.durable.store import RELEASE, ClaimOrder, EffectRecord, Holder, NewInterrupt, RunStore
 from runtime.errors import LeaseLostError
 from runtime.ids import new_id
 from runtime.store import StoreURL
@@ -229,3 +229,40 @@ async def test_the_queue_lists_and_takes_over_an_ended_holders_runs_in_every_sco
     assert (await a.get(in_a)).status == "queued" and (await b.get(in_b)).status == "queued"
     assert [e.type for e in await b.events(in_b, 0, 100)][-2:] == ["lease.taken_over", "run.state.changed"]
     assert await queue.holders(HOST) == []
+
+
+# -- a claim made by the commit that ends a run ----------------------------------------------------
+async def test_an_ending_commit_claims_the_next_ready_run_of_any_scope_in_its_own_transaction(
+    backend: StoreBackend,
+) -> None:
+    store, elsewhere = runs(backend), runs(backend, "other")
+    ending = await started(store)
+    (held,) = await store.claim("w", 30.0, 1, ["wf"], holder=ALIVE)
+    waiting = await started(elsewhere)
+    order = ClaimOrder("w", 30.0, 1, ["wf"], holder=ALIVE)
+    done = {**RELEASE, "status": "succeeded"}
+    with pytest.raises(LeaseLostError):  # a stale token: the run is not ended, and nothing is claimed
+        await store.commit(ending, held.token + 1, done, [("run.state.changed", {})], then_claim=order)
+    assert (await elsewhere.get(waiting)).status == "queued"
+    (claim,) = await store.commit(ending, held.token, done, [("run.state.changed", {})], then_claim=order)
+    assert (claim.id, claim.tenant, claim.project) == (waiting, "local", "other")
+    assert (await store.get(ending)).status == "succeeded"
+    run = await elsewhere.get(waiting)
+    assert (run.status, run.lease_owner, run.lease_token) == ("running", "w", claim.token)
+    assert [e.type for e in await elsewhere.events(waiting, 0, 10)][-2:] == ["run.state.changed", "step.started"]
+    assert await store.commit(waiting, claim.token, {}, [], then_claim=order) == []  # nothing left to claim
+    assert await elsewhere.commit(waiting, claim.token, done, [("run.state.changed", {})], then_claim=order) == []
+
+
+async def test_the_run_an_ending_commit_ends_no_longer_counts_against_its_workflows_limit(
+    backend: StoreBackend,
+) -> None:
+    store, limits = runs(backend), {"wf": 1}
+    ending = await started(store)
+    (held,) = await store.claim("w", 30.0, 1, ["wf"], limits=limits)
+    nxt = await started(store)
+    assert await store.claim("w2", 30.0, 1, ["wf"], limits=limits) == []  # the one slot is taken
+    order = ClaimOrder("w", 30.0, 1, ["wf"], limits=limits)
+    done = {**RELEASE, "status": "succeeded"}
+    (claim,) = await store.commit(ending, held.token, done, [("run.state.changed", {})], then_claim=order)
+    assert claim.id == nxt
