@@ -22,12 +22,29 @@ from runtime.ids import new_id, now
 IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
 
 
-def append_events(conn: sqlite3.Connection, run_id: str, last_seq: int, events: Sequence[EventSpec], at: float) -> None:
-    """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row)."""
+#: The columns of an event (a checkpoint's ``cp_`` columns stay out of event reads).
+EVENT_COLUMNS = "run_id, seq, type, data, created_at"
+
+
+def append_events(
+    conn: sqlite3.Connection,
+    run_id: str,
+    last_seq: int,
+    events: Sequence[EventSpec],
+    at: float,
+    checkpoint: tuple[int, tuple[str, str | None, str, str | None]] | None = None,
+) -> None:
+    """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row);
+    ``checkpoint``: ``(seq, (state, next_step, pending, session_id))`` kept on the event numbered ``seq``."""
     first = last_seq - len(events) + 1
+    at_seq, fields = checkpoint if checkpoint is not None else (0, (None, None, None, None))
     conn.executemany(
-        "INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
-        [(run_id, first + i, kind, dumps(data), at) for i, (kind, data) in enumerate(events)],
+        "INSERT INTO run_events (run_id, seq, type, data, created_at, cp_state, cp_next_step, cp_pending, "
+        "cp_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, seq, kind, dumps(data), at, *(fields if seq == at_seq else (None, None, None, None)))
+            for seq, (kind, data) in enumerate(events, first)
+        ],
     )
 
 
@@ -43,10 +60,14 @@ def guarded_update(
 ) -> int:
     """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
 
-    ``at``: the commit's timestamp, when the caller derived other values from it (default: now)."""
+    The checkpoint is kept on its ``checkpoint.created`` event (else on the last of ``events``), with the
+    run's session as it is now (what a fork from here starts from). ``at``: the commit's timestamp, when
+    the caller derived other values from it (default: now)."""
     check_change(sets)
     at = now() if at is None else at
     n = len(events)
+    if checkpoint is not None and not n:
+        raise ValueError("a checkpoint is kept on an event: commit it with its checkpoint.created event")
     cols = "".join(f", {col} = ?" for col in sets)
     row = conn.execute(
         f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
@@ -57,17 +78,14 @@ def guarded_update(
     if row is None:
         raise LeaseLostError(run_id, token)
     last_seq = int(row[0])
-    if n:
-        append_events(conn, run_id, last_seq, events, at)
+    kept = None
     if checkpoint is not None:
         state_json, next_step, pending = checkpoint
         kinds = [kind for kind, _ in events]
         seq = last_seq - n + 1 + kinds.index("checkpoint.created") if "checkpoint.created" in kinds else last_seq
-        conn.execute(  # with the run's session as it is now (what a fork from here starts from)
-            "INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, seq, state_json, next_step, dumps(pending) if pending else "[]", row[1], at),
-        )
+        kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
+    if n:
+        append_events(conn, run_id, last_seq, events, at, kept)
     return last_seq
 
 

@@ -183,7 +183,8 @@ class SQLiteRunStore(SQLiteRunQueue):
         def read(conn: sqlite3.Connection) -> list[Event]:
             durable.run_row(conn, self.scope, run_id)
             rows = conn.execute(
-                "SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
+                f"SELECT {durable.EVENT_COLUMNS} FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (run_id, after_seq, limit),
             )
             return [Event.from_row(r) for r in rows]
 
@@ -192,7 +193,12 @@ class SQLiteRunStore(SQLiteRunQueue):
     async def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
         def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             durable.run_row(conn, self.scope, run_id)
-            rows = conn.execute("SELECT * FROM run_checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))
+            rows = conn.execute(
+                "SELECT seq, cp_state AS state, cp_next_step AS next_step, cp_pending AS pending, "
+                "cp_session_id AS session_id, created_at FROM run_events "
+                "WHERE run_id = ? AND cp_pending IS NOT NULL ORDER BY seq",
+                (run_id,),
+            )
             return [checkpoint_dict(r) for r in rows]
 
         return await self.db.read(read)
