@@ -72,7 +72,7 @@ class InMemorySessionStore:
         self.home.rows.update(staged)
         return made
 
-    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]:
+    async def insert_on(self, base_id: str, build: BuildOn, *, small: bool = False) -> list[SessionInfo]:
         """``build`` from the base's fields, then insert (no await between: atomic on one event loop)."""
         return await self.insert(build(self._get(base_id).info))
 

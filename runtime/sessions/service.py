@@ -26,6 +26,10 @@ from runtime.sessions.store import NewSession, SessionStore, StoredChunk
 
 MergeStrategy = Literal["append", "concat"]
 MAX_FORK_COUNT = 64
+#: A write of at most this many sessions or new chunks, and under this many characters of them, is
+#: small (``SessionStore.insert_on``): the store may commit it without a thread hop.
+SMALL_WRITE_CHUNKS = 8
+SMALL_WRITE_CHARS = 64_000
 #: Chunks per read when a whole session is streamed (``pages``): a page costs the same wherever it
 #: starts, so a long session streams in time linear in its length and memory of one page.
 STREAM_PAGE = 500
@@ -136,6 +140,7 @@ class SessionService:
         items = as_chunks(chunks)
         usage = model_of(Usage, usage, "usage")
         own, extra, added = usage or Usage(), json_object(metadata), fresh(items)
+        small = len(added) <= SMALL_WRITE_CHUNKS and sum(len(c.content) for c in items) < SMALL_WRITE_CHARS
         (info,) = await self.store.insert_on(
             session_id,
             lambda base: [
@@ -150,6 +155,7 @@ class SessionService:
                     own_usage=own,
                 )
             ],
+            small=small,
         )
         return info
 
@@ -177,6 +183,7 @@ class SessionService:
                 )
                 for i in range(count)
             ],
+            small=count <= SMALL_WRITE_CHUNKS,
         )
 
     async def detach(self, session_id: str) -> SessionInfo:
@@ -194,6 +201,7 @@ class SessionService:
                     base_of=session_id,
                 )
             ],
+            small=True,
         )
         return info
 

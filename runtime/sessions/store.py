@@ -71,16 +71,17 @@ BuildOn = Callable[[SessionInfo], list[NewSession]]
 class SessionStore(Protocol):
     """What the session engine needs from a store. Every call is scoped to one tenant/project.
 
-    ``insert`` writes lineage stubs then sessions, all or none. ``insert_on`` reads a base session
-    and writes what ``build`` makes of its current fields in the same transaction (``build`` is
-    quick and pure; if it raises, nothing is written). Reads raise ``NotFoundError`` for an id that
-    is not a (non-stub) session of this scope. ``ids`` is newest first; ``page`` is newest first
-    below ``after``; ``ancestry`` maps every session in the history of the given ones to its own
-    usage (stubs count zero). ``branch_tails`` is what merge compares (see ``BranchTails``).
+    ``insert`` writes lineage stubs then sessions, all or none. ``insert_on`` reads a base session and writes
+    what ``build`` makes of its current fields in the same transaction (``build`` is quick and pure; if it
+    raises, nothing is written); ``small`` says what it makes is a few rows of modest size (a fork, a short
+    append), which a backend may commit without a thread hop. Reads raise ``NotFoundError`` for an id that is
+    not a (non-stub) session of this scope. ``ids`` is newest first; ``page`` is newest first below ``after``;
+    ``ancestry`` maps every session in the history of the given ones to its own usage (stubs count zero).
+    ``branch_tails`` is what merge compares (see ``BranchTails``).
     """
 
     async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]: ...
-    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]: ...
+    async def insert_on(self, base_id: str, build: BuildOn, *, small: bool = False) -> list[SessionInfo]: ...
     async def info(self, session_id: str) -> SessionInfo: ...
     async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]: ...
     async def snapshot(

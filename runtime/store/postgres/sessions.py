@@ -68,7 +68,7 @@ class PostgresSessionStore:
 
         return await self.db.write(write)
 
-    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]:
+    async def insert_on(self, base_id: str, build: BuildOn, *, small: bool = False) -> list[SessionInfo]:
         """Read ``base_id`` and write what ``build`` makes of it in one transaction.
 
         ``build`` runs between the read and the writes, so it must be quick and pure; if it raises,

@@ -56,8 +56,9 @@ class SQLiteSessionStore:
 
         return await self.db.write(write)
 
-    async def insert_on(self, base_id: str, build: BuildOn) -> list[SessionInfo]:
-        """Read ``base_id`` and write what ``build`` makes of it in one transaction (one thread hop).
+    async def insert_on(self, base_id: str, build: BuildOn, *, small: bool = False) -> list[SessionInfo]:
+        """Read ``base_id`` and write what ``build`` makes of it in one transaction (one thread hop; none
+        when ``small`` and alone: ``SQLiteDatabase.write``).
 
         ``build`` runs on the writer's thread, so it must be quick and pure; if it raises, nothing is written.
         """
@@ -67,7 +68,7 @@ class SQLiteSessionStore:
             known = {base_id: row}  # what a session built on the base needs of it: read once
             return [self._insert_one(conn, s, known) for s in build(info_of(row))]
 
-        return await self.db.write(write)
+        return await self.db.write(write, small=small)
 
     def insert_in(self, conn: sqlite3.Connection, new: NewSession) -> SessionInfo:
         """Write one session inside a write another store holds (a run's last commit makes its output session)."""
