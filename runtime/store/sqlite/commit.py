@@ -71,12 +71,15 @@ class Batch:
             self._finished.set()
 
 
-def begin(conn: sqlite3.Connection, path: Path, items: list[Write[Any]]) -> bool:
-    """Start the write transaction; False (each write failed) when SQLite would not."""
+def begin(conn: sqlite3.Connection, path: Path, items: list[Write[Any]], *, give_way: bool = False) -> bool | None:
+    """Start the write transaction: True once started, False when SQLite would not (each write failed);
+    with ``give_way``, None when another process holds the write lock (nothing failed: write elsewhere)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         return True
     except sqlite3.Error as exc:
+        if give_way and health.error_code(exc) == sqlite3.SQLITE_BUSY:
+            return None
         error = health.store_error(path, exc) or StoreError(f"could not start a write transaction: {exc}")
         for item in items:
             item.error, item.done = error, True

@@ -55,7 +55,7 @@ def _into_wal(conn: sqlite3.Connection) -> str:
         try:
             return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
         except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+            if health.error_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
                 raise
             time.sleep(0.005)  # on the opening thread, not the event loop
 
@@ -153,7 +153,7 @@ class SQLiteDatabase:
         alone, right here on the event loop's thread (``commit.InlineGate``).
         """
         item: Write[T] = Write(fn)
-        if small and await self._commit_here(item):
+        if small and self._commit_here(item):
             await asyncio.sleep(0)  # let the tasks this held up run (commit.py); a cancel here is as after a hop
             return self._outcome(item)
         self._pending.append(item)
@@ -182,33 +182,26 @@ class SQLiteDatabase:
             raise health.store_error(self.path, item.error) or item.error
         return item.result  # type: ignore[no-any-return]
 
-    async def _commit_here(self, item: Write[Any]) -> bool:
+    def _commit_here(self, item: Write[Any]) -> bool:
         """Commit a lone write on this thread if the gate allows and the file's write lock is free now;
         False (nothing done) otherwise. It never waits: not for another process's lock, nor a checkpoint."""
         conn = self._writer_conn
-        if conn is None or self._pending or self._batch is not None or not self._gate.allows(conn):
+        # The writer must be free (a batch or close() would hold the limiter); nothing below awaits, so it stays free.
+        if conn is None or self._pending or self._batch is not None or self._write_limiter.borrowed_tokens:
             return False
-        # The writer is free (nobody holds the limiter: a batch or close() would) and stays free, since
-        # nothing below awaits.
-        if self._write_limiter.borrowed_tokens or self._writer_conn is None:
+        if not self._gate.allows(conn):
             return False
-        try:
-            if self._patient:
-                conn.execute("PRAGMA busy_timeout=0")
-                self._patient = False
-            started = time.perf_counter()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
-                    return False  # another process writes: queue for the writer's thread, which waits
-                raise
+        if self._patient:
+            conn.execute("PRAGMA busy_timeout=0")
+            self._patient = False
+        started = time.perf_counter()
+        begun = commit.begin(conn, self.path, [item], give_way=True)
+        if begun is None:  # another process writes: queue for the writer's thread, which waits
+            return False
+        if begun:
             commit.commit(conn, self.path, [item])
             self._gate.wrote(1, time.perf_counter() - started)
-            return True
-        except sqlite3.Error as exc:
-            item.error, item.done = exc, True
-            return True
+        return True
 
     async def _lead_batch(self, waited: bool) -> None:
         """Take every pending write to the writer as one transaction.
@@ -293,7 +286,7 @@ class SQLiteDatabase:
             if done:
                 return cast(T, value)
         except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            if health.error_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 error = health.store_error(self.path, exc)
                 if error is None:
                     raise

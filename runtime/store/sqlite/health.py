@@ -40,6 +40,11 @@ _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _MAX_PROBLEMS = 5
 
 
+def error_code(exc: BaseException) -> int:
+    """SQLite's primary result code of an error (``SQLITE_BUSY``, ``SQLITE_CORRUPT``...; 0 when it has none)."""
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF
+
+
 def store_error(path: Path, exc: BaseException) -> StoreError | None:
     """The ``StoreError`` a SQLite error on the store at ``path`` means; None when it is not about the
     file (a constraint the caller handles, or a bug in our SQL, which should stay a crash)."""
@@ -47,7 +52,7 @@ def store_error(path: Path, exc: BaseException) -> StoreError | None:
         return exc
     if not isinstance(exc, sqlite3.Error):
         return None
-    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    code = error_code(exc)
     text = str(exc)
     if code == sqlite3.SQLITE_NOTADB:
         return StoreError(f"the store at {path} is damaged or not a database ({text}): {DAMAGE_HINT}")
