@@ -30,6 +30,7 @@ from runtime.errors import StoreError
 from runtime.store import parse_store_url
 from runtime.store.postgres import Notification, Notifier, PostgresDatabase, notify
 from runtime.store.postgres import backend as postgres
+from tests.needs import unavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -65,10 +66,7 @@ class Cluster:
 def cluster() -> Iterator[Cluster]:
     initdb = _bin("initdb")
     if initdb is None or _bin("pg_ctl") is None:
-        why = "initdb/pg_ctl are not installed (apt-get install postgresql)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {why}")
-        pytest.skip(why)
+        unavailable("initdb/pg_ctl", "apt-get install postgresql")
     root = Path(tempfile.mkdtemp(prefix="rath-pg-"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
