@@ -12,6 +12,7 @@ import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -271,7 +272,7 @@ class Runner:
         else:
             message = self.input.get("message")
             chunks = [{"kind": "user", "content": str(message)}] if message else []
-            created: str = await ctx.effect("forward.input_session", lambda: _created(sessions, chunks), "idempotent")
+            created: str = await ctx.effect("forward.input_session", partial(_created, sessions, chunks), "idempotent")
             session = await sessions.get(created)
         result = await self.plan.workflow.forward(session, ctx)  # type: ignore[attr-defined]
         if not isinstance(result, SessionInfo):

@@ -6,6 +6,7 @@ and asks again; ``edit`` replaces the draft and approves it; ``reject`` ends it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, router, step
@@ -65,7 +66,7 @@ class Approval(Workflow):
     @step(effects=EffectClass.IDEMPOTENT)
     async def publish(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         chunk = {"kind": "assistant", "content": state["draft"]}
-        session_id = await ctx.effect("publish", lambda: _append(ctx, chunk), EffectClass.IDEMPOTENT)
+        session_id = await ctx.effect("publish", partial(_append, ctx, chunk), EffectClass.IDEMPOTENT)
         ctx.set_output_session(session_id)
         return {**state, "outcome": "approved"}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from runtime.errors import InvalidInputError
@@ -34,7 +35,7 @@ class Echo(Workflow):
     @step(entry=True, effects=EffectClass.IDEMPOTENT)
     async def echo(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         text = await user_text(ctx)
-        session_id = await ctx.effect("reply", lambda: self._reply(ctx, text), EffectClass.IDEMPOTENT)
+        session_id = await ctx.effect("reply", partial(self._reply, ctx, text), EffectClass.IDEMPOTENT)
         ctx.set_output_session(session_id)
         return {**state, "reply": text}
 
