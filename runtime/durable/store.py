@@ -68,12 +68,36 @@ Limits = Mapping[str, int]
 StepCheckpoint = tuple[str, str | None, list[str]]
 
 
-#: ``json.dumps`` with options builds a new encoder on every call; a step's commit dumps several values.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+class _CompactJSON:
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, made cheaper for the values a
+    step's commit dumps several of: ``json.dumps`` builds an encoder per call, and so does
+    ``JSONEncoder.encode`` (its C encoder, in ``iterencode``); this one keeps its C encoder. The encoder's
+    cycle check remembers the containers it is inside of: an encoding that fails part-way may leave some
+    behind, so a failure replaces the encoder (a later value reusing such an id is no false "cycle")."""
+
+    def __init__(self) -> None:
+        self._python = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+        self._c: Callable[[Any, int], Sequence[str]] | None = self._fresh()
+
+    def _fresh(self) -> Callable[[Any, int], Sequence[str]] | None:
+        make = getattr(json.encoder, "c_make_encoder", None)
+        if make is None:  # an interpreter without the C accelerator: the plain encoder
+            return None
+        py = self._python
+        return make({}, py.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)  # type: ignore[no-any-return]
+
+    def __call__(self, value: Any) -> str:
+        if self._c is None:
+            return self._python.encode(value)
+        try:
+            return "".join(self._c(value, 0))
+        except BaseException:
+            self._c = self._fresh()
+            raise
 
 
-def dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
+#: How the durable layer writes JSON (state, events, results): compact, UTF-8 as is.
+dumps = _CompactJSON()
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import anyio.lowlevel
 import pytest
 
 from runtime.store.migration import Migration
-from runtime.store.sqlite.commit import CHECKPOINT_ROWS
+from runtime.store.sqlite.commit import CHECKPOINT_ROWS, LOOP_PASS_S, InlineGate
 from runtime.store.sqlite.database import SQLiteDatabase
 
 pytestmark = pytest.mark.anyio
@@ -130,3 +130,26 @@ async def test_when_a_wal_checkpoint_is_due_the_next_write_goes_to_the_writers_t
     assert await db.write(insert(-1), small=True) != here  # there, it checkpoints the WAL after its commit
     assert await db.write(insert(-2), small=True) == here
     assert len(await values(db)) == CHECKPOINT_ROWS + 2
+
+
+async def test_a_task_committing_here_gives_the_loop_a_pass_once_it_went_long_enough_without_one(
+    db: SQLiteDatabase,
+) -> None:
+    now = [0.0]
+    db._gate = InlineGate(clock=lambda: now[0])
+    here, ran = threading.get_ident(), anyio.Event()
+
+    async def bystander() -> None:
+        ran.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bystander)  # ready: it runs at the loop's next pass
+        assert await db.write(insert(1), small=True) == here
+        assert await db.write(insert(2), small=True) == here
+        assert not ran.is_set()  # no pass given: the loop has not gone LOOP_PASS_S without one
+        now[0] += LOOP_PASS_S
+        assert await db.write(insert(3), small=True) == here
+        assert ran.is_set()
+        now[0] += LOOP_PASS_S / 2
+        assert not db._gate.pass_due()  # counted from the pass just given
+    assert await values(db) == [1, 2, 3]

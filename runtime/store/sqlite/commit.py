@@ -16,13 +16,20 @@ due. A checkpoint copies the WAL back into the database, milliseconds of I/O: th
 does not checkpoint on commit (``wal_autocheckpoint=0``); a batch on the writer's thread does, when one
 is due. A write committed here then yields once, so that the tasks it held up run, and any that write
 show as writers: the next write of the same task then sees a batch under way instead of committing here.
+
+That pass is not given after every such commit: a pass of the event loop costs about as much as the rest
+of a no-op step (its timers, a poll of the selector, anyio's bookkeeping), and a run whose steps never
+wait would pay it at every step. The gate gives one once the loop has gone ``LOOP_PASS_S`` without one
+from here: no longer than one costly commit already holds it (``INLINE_COST_S``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -39,6 +46,8 @@ T = TypeVar("T")
 CHECKPOINT_ROWS = 1000
 #: Above this (a moving average of recent commits, in seconds), lone writes go to the writer's thread.
 INLINE_COST_S = 0.002
+#: A task committing here, write after write, gives the event loop a pass at least this often (seconds).
+LOOP_PASS_S = INLINE_COST_S
 _COST_WEIGHT = 0.125
 
 
@@ -131,7 +140,9 @@ class InlineGate:
     """Whether a small write may commit on the event loop's thread (see the module's text), and the
     bookkeeping that decides it: who wrote last, what commits cost, when a checkpoint is due."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self._passed_at = clock()  # when a write committed here last gave the loop a pass
         self._last_writer: weakref.ref[asyncio.Task[Any]] | None = None
         self.last_batch = 0  # writes in the last commit: more than one, and writers are about
         self._cost_s = 0.0
@@ -142,6 +153,14 @@ class InlineGate:
             return False
         last = self._last_writer() if self._last_writer is not None else None
         return last is None or last.done() or last is asyncio.current_task()
+
+    def pass_due(self) -> bool:
+        """Whether a write that just committed here gives the loop a pass now (then counted as given)."""
+        at = self.clock()
+        if at - self._passed_at < LOOP_PASS_S:
+            return False
+        self._passed_at = at
+        return True
 
     def wrote(self, writes: int, seconds: float) -> None:
         """This task committed ``writes`` writes (its own and those it led), the transaction taking

@@ -154,7 +154,8 @@ class SQLiteDatabase:
         """
         item: Write[T] = Write(fn)
         if small and self._commit_here(item):
-            await asyncio.sleep(0)  # let the tasks this held up run (commit.py); a cancel here is as after a hop
+            if self._gate.pass_due():  # let the tasks this held up run (commit.py); a cancel here is as after a hop
+                await asyncio.sleep(0)
             return self._outcome(item)
         self._pending.append(item)
         waited = False

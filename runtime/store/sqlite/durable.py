@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from runtime.durable.store import EventSpec, RunChange, dumps
@@ -63,18 +64,11 @@ def guarded_update(
     The checkpoint is kept on its ``checkpoint.created`` event (else on the last of ``events``), with the
     run's session as it is now (what a fork from here starts from). ``at``: the commit's timestamp, when
     the caller derived other values from it (default: now)."""
-    check_change(sets)
     at = now() if at is None else at
     n = len(events)
     if checkpoint is not None and not n:
         raise ValueError("a checkpoint is kept on an event: commit it with its checkpoint.created event")
-    cols = "".join(f", {col} = ?" for col in sets)
-    row = conn.execute(
-        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
-        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq, "
-        "COALESCE(output_session_id, session_id)",
-        (n, at, *sets.values(), run_id, token),
-    ).fetchone()
+    row = conn.execute(_guarded_sql(tuple(sets)), (n, at, *sets.values(), run_id, token)).fetchone()
     if row is None:
         raise LeaseLostError(run_id, token)
     last_seq = int(row[0])
@@ -87,6 +81,19 @@ def guarded_update(
     if n:
         append_events(conn, run_id, last_seq, events, at, kept)
     return last_seq
+
+
+@lru_cache(maxsize=256)
+def _guarded_sql(columns: tuple[str, ...]) -> str:
+    """The UPDATE of ``guarded_update`` setting ``columns`` (checked once per set of columns: a run's
+    steps make a handful of different changes, over and over)."""
+    check_change(dict.fromkeys(columns))
+    cols = "".join(f", {col} = ?" for col in columns)
+    return (
+        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
+        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq, "
+        "COALESCE(output_session_id, session_id)"
+    )
 
 
 def plain_update(conn: sqlite3.Connection, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> int:
