@@ -14,13 +14,14 @@ whose write would otherwise have shared this fsync), when commits here are cheap
 would hold the loop up too long; then the hop costs comparatively little), and when no WAL checkpoint is
 due. A checkpoint copies the WAL back into the database, milliseconds of I/O: the writer's connection
 does not checkpoint on commit (``wal_autocheckpoint=0``); a batch on the writer's thread does, when one
-is due. A write committed here then yields once, so that the tasks it held up run, and any that write
-show as writers: the next write of the same task then sees a batch under way instead of committing here.
+is due. Writes committed here give the loop a pass (yield once), so that the tasks they held up run,
+and any that write show as writers: the next write of the same task then sees a batch under way
+instead of committing here.
 
-That pass is not given after every such commit: a pass of the event loop costs about as much as the rest
-of a no-op step (its timers, a poll of the selector, anyio's bookkeeping), and a run whose steps never
-wait would pay it at every step. The gate gives one once the loop has gone ``LOOP_PASS_S`` without one
-from here: no longer than one costly commit already holds it (``INLINE_COST_S``).
+That pass is not given after every such commit: a pass costs about as much as the rest of a no-op step
+(resuming the writer's task back down its chain of awaits, a poll of the selector), and a run whose
+steps never wait would pay it at every step. The gate gives one once the loop has gone ``LOOP_PASS_S``
+without one from here: no longer than one costly commit already holds it (``INLINE_COST_S``).
 """
 
 from __future__ import annotations
