@@ -21,9 +21,28 @@ pytestmark = pytest.mark.anyio
 TABLE = [Migration("0001_t", "CREATE TABLE t (x INTEGER)")]
 
 
+class Clock:
+    """The gate's clock, moved by hand (commits cost what a test says, nothing unless it says so), or by
+    ``tick`` at every reading (time passes as the database works, the same on every machine)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.tick = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def db(tmp_path: Path, clock: Clock) -> AsyncIterator[SQLiteDatabase]:
     db = SQLiteDatabase(tmp_path / "commit.db")
+    db._gate = InlineGate(clock=clock)  # where a write commits never hangs on how long commits took here
     await db.open(TABLE)
     try:
         yield db
@@ -72,7 +91,8 @@ async def test_a_small_write_after_another_live_tasks_write_goes_to_the_writers_
     assert await db.write(insert(3), small=True) == here  # the last writer has ended
 
 
-async def test_writers_that_overlap_share_commits_small_or_not(db: SQLiteDatabase) -> None:
+async def test_writers_that_overlap_share_commits_small_or_not(db: SQLiteDatabase, clock: Clock) -> None:
+    clock.tick = LOOP_PASS_S / 2  # a commit here costs half a pass interval: the loop gets a pass after each
     commits: list[str] = []
     assert db._writer_conn is not None
     db._writer_conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
@@ -133,10 +153,8 @@ async def test_when_a_wal_checkpoint_is_due_the_next_write_goes_to_the_writers_t
 
 
 async def test_a_task_committing_here_gives_the_loop_a_pass_once_it_went_long_enough_without_one(
-    db: SQLiteDatabase,
+    db: SQLiteDatabase, clock: Clock
 ) -> None:
-    now = [0.0]
-    db._gate = InlineGate(clock=lambda: now[0])
     here, ran = threading.get_ident(), anyio.Event()
 
     async def bystander() -> None:
@@ -147,9 +165,22 @@ async def test_a_task_committing_here_gives_the_loop_a_pass_once_it_went_long_en
         assert await db.write(insert(1), small=True) == here
         assert await db.write(insert(2), small=True) == here
         assert not ran.is_set()  # no pass given: the loop has not gone LOOP_PASS_S without one
-        now[0] += LOOP_PASS_S
+        clock.now += LOOP_PASS_S
         assert await db.write(insert(3), small=True) == here
         assert ran.is_set()
-        now[0] += LOOP_PASS_S / 2
+        clock.now += LOOP_PASS_S / 2
         assert not db._gate.pass_due()  # counted from the pass just given
     assert await values(db) == [1, 2, 3]
+
+
+async def test_once_commits_turn_costly_lone_writes_go_to_the_writers_thread(db: SQLiteDatabase, clock: Clock) -> None:
+    here = threading.get_ident()
+
+    def slow(conn: sqlite3.Connection) -> int:
+        conn.execute("INSERT INTO t (x) VALUES (0)")
+        clock.now += 1.0  # this commit took a second, by the gate's clock: a disk whose fsync crawls
+        return threading.get_ident()
+
+    assert await db.write(slow, small=True) == here
+    assert await db.write(insert(1), small=True) != here  # the hop now costs little beside a commit
+    assert await values(db) == [0, 1]

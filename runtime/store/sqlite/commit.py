@@ -142,7 +142,7 @@ class InlineGate:
     bookkeeping that decides it: who wrote last, what commits cost, when a checkpoint is due."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.clock = clock
+        self.clock = clock  # what commit costs and the time between passes are measured with (seconds)
         self._passed_at = clock()  # when a write committed here last gave the loop a pass
         self._last_writer: weakref.ref[asyncio.Task[Any]] | None = None
         self.last_batch = 0  # writes in the last commit: more than one, and writers are about

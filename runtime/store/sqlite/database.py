@@ -195,13 +195,13 @@ class SQLiteDatabase:
         if self._patient:
             conn.execute("PRAGMA busy_timeout=0")
             self._patient = False
-        started = time.perf_counter()
+        started = self._gate.clock()
         begun = commit.begin(conn, self.path, [item], give_way=True)
         if begun is None:  # another process writes: queue for the writer's thread, which waits
             return False
         if begun:
             commit.commit(conn, self.path, [item])
-            self._gate.wrote(1, time.perf_counter() - started)
+            self._gate.wrote(1, self._gate.clock() - started)
         return True
 
     async def _lead_batch(self, waited: bool) -> None:
@@ -249,10 +249,10 @@ class SQLiteDatabase:
         if not self._patient:
             conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             self._patient = True
-        started = time.perf_counter()
+        started = self._gate.clock()
         if commit.begin(conn, self.path, items):
             commit.commit(conn, self.path, items)
-        cost = time.perf_counter() - started
+        cost = self._gate.clock() - started
         if self._gate.checkpoint_due(conn):
             self._gate.checkpoint(conn)
         return cost
