@@ -83,8 +83,18 @@ class _CompactJSON:
         make = getattr(json.encoder, "c_make_encoder", None)
         if make is None:  # an interpreter without the C accelerator: the plain encoder
             return None
-        py = self._python
-        return make({}, py.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)  # type: ignore[no-any-return]
+        py = self._python  # the one statement of the options: the C encoder takes them from it
+        return make(  # type: ignore[no-any-return]
+            {},
+            py.default,
+            json.encoder.encode_basestring_ascii if py.ensure_ascii else json.encoder.encode_basestring,
+            py.indent,
+            py.key_separator,
+            py.item_separator,
+            py.sort_keys,
+            py.skipkeys,
+            py.allow_nan,
+        )
 
     def __call__(self, value: Any) -> str:
         if self._c is None:
