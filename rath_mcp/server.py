@@ -15,6 +15,7 @@ from rath_mcp import apps, audit, grants, logs, prompts, resources, sampling, sd
 from rath_mcp.auth.remote import Remote, remote_for
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.principal import Principal
+from rath_mcp.wait_clock import WaitClock
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
 
@@ -36,7 +37,12 @@ def server_version() -> str:
 
 
 def build_server(
-    rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, local: Principal | None = None, remote: Remote | None = None
+    rt: Runtime,
+    *,
+    heartbeat_s: float = HEARTBEAT_S,
+    local: Principal | None = None,
+    remote: Remote | None = None,
+    clock: WaitClock | None = None,
 ) -> MCPServer:
     """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
 
@@ -44,6 +50,7 @@ def build_server(
     ``local``: the caller where no authentication ran (stdio, ``--auth none``); default every grant,
     in the scope ``rt`` was opened with.
     ``remote``: the audit trail and metrics shared with the HTTP gate (``serve --auth``); default: local.
+    ``clock``: what waiting tools keep budgets and heartbeats by; default the event loop's.
     """
     bus = InMemorySubscriptionBus()
     server: MCPServer = MCPServer(
@@ -57,7 +64,7 @@ def build_server(
     server.middleware.append(wire.guard_requests)
     grants.install(server, rt, local)  # before every other middleware: all of them run in the caller's scope
     client_sampling = sampling.install(server, rt)
-    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling))
+    tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling, clock=clock))
     apps.link_tools(server)
     tasks.install(server, rt)  # outside the argument checks' rewording, so a refused task reads the same
     server.middleware.append(concise_validation_errors(sdk.forbid_unknown_arguments(server)))

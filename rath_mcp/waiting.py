@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from typing import Any
 
 import anyio
@@ -39,6 +40,7 @@ from rath_mcp.asking import Answer, answer_from, form_for, message_for, request_
 from rath_mcp.logs import level_of, log
 from rath_mcp.sampling import ClientSampling, to_params
 from rath_mcp.sampling_queue import SamplingQueue
+from rath_mcp.wait_clock import LoopClock, WaitClock, before
 from runtime import ConflictError, Runtime
 from runtime.durable.models import SETTLED, Interrupt, Run
 from runtime.providers import ModelRequest
@@ -89,10 +91,11 @@ def actor_of(ctx: Context, how: str = "mcp-elicitation") -> str:
 class _Progress:
     """Progress notifications whose value strictly increases (seconds waited), as the spec asks."""
 
-    def __init__(self, ctx: Context, total: float, text: TextRelay | None = None) -> None:
+    def __init__(self, ctx: Context, total: float, clock: WaitClock, text: TextRelay | None = None) -> None:
         self.ctx = ctx
         self.total = total
-        self.start = anyio.current_time()
+        self.clock = clock
+        self.start = clock.now()
         self.last = -1.0
         self.status: str | None = None
         self.text = text
@@ -109,7 +112,7 @@ class _Progress:
         await self.ctx.report_progress(self._tick(), self.total, f"run {run.id} is {run.status}{where}")
 
     def _tick(self) -> float:
-        value = max(round(anyio.current_time() - self.start, 3), self.last + 0.001)
+        value = max(round(self.clock.now() - self.start, 3), self.last + 0.001)
         self.last = value
         return value
 
@@ -118,11 +121,17 @@ class RunWaiter:
     """Waits on runs for the tools of one server."""
 
     def __init__(
-        self, rt: Runtime, *, heartbeat_s: float = HEARTBEAT_S, sampling: ClientSampling | None = None
+        self,
+        rt: Runtime,
+        *,
+        heartbeat_s: float = HEARTBEAT_S,
+        sampling: ClientSampling | None = None,
+        clock: WaitClock | None = None,
     ) -> None:
         self.rt = rt
         self.heartbeat_s = heartbeat_s
         self.sampling = sampling
+        self.clock = clock or LoopClock()
 
     async def settle(self, run_id: str, budget_s: float, progress: _Progress) -> Run:
         """The run once it is terminal, waiting or needs review, or when ``budget_s`` ran out.
@@ -133,13 +142,18 @@ class RunWaiter:
         if run.status in SETTLED or budget_s <= 0:
             return run
         last = run
+        clock = self.clock
+        began = clock.now()
 
         async def heartbeat() -> None:
-            while True:
-                await anyio.sleep(self.heartbeat_s)
+            beat = began
+            while True:  # on a grid from the start (a slow send does not shift the beats after it), never bunched
+                beat = max(beat + self.heartbeat_s, clock.now())
+                await clock.sleep_until(beat)
                 await progress.send(last)
 
-        with anyio.move_on_after(budget_s):
+        async def follow() -> None:
+            nonlocal last
             async with anyio.create_task_group() as tg:
                 tg.start_soon(heartbeat)
                 async for changed in self.rt.runs.watch(run_id):
@@ -148,6 +162,8 @@ class RunWaiter:
                     if changed.status in SETTLED:
                         break
                 tg.cancel_scope.cancel()
+
+        await before(clock, began + budget_s, follow)
         return last if last.status in SETTLED else await self.rt.runs.get(run_id)
 
     async def wait(self, ctx: Context, run_id: str, budget_s: float) -> Run | InputRequiredResult:
@@ -165,11 +181,11 @@ class RunWaiter:
     async def _wait(
         self, ctx: Context, run_id: str, budget_s: float, queue: SamplingQueue | None
     ) -> Run | InputRequiredResult:
-        deadline = anyio.current_time() + budget_s
-        progress = _Progress(ctx, budget_s, TextRelay(self.rt, run_id))
+        deadline = self.clock.now() + budget_s
+        progress = _Progress(ctx, budget_s, self.clock, TextRelay(self.rt, run_id))
         asked = set(await self.apply_answers(ctx, run_id))
         while True:
-            left = deadline - anyio.current_time()
+            left = deadline - self.clock.now()
             if queue is None:
                 run = await self.settle(run_id, left, progress)
             else:
@@ -178,7 +194,7 @@ class RunWaiter:
                 if samples:
                     return self._input_required(ctx, run_id, asked, [], samples)
             fresh = [i for i in run.pending_interrupts if i.id not in asked]
-            if run.status != "waiting" or not fresh or deadline <= anyio.current_time() or not client_can_elicit(ctx):
+            if run.status != "waiting" or not fresh or deadline <= self.clock.now() or not client_can_elicit(ctx):
                 return run
             if is_modern(ctx):
                 return self._input_required(ctx, run_id, asked, fresh, {})
@@ -190,10 +206,10 @@ class RunWaiter:
         self, ctx: Context, queue: SamplingQueue, run_id: str, budget_s: float, progress: _Progress
     ) -> tuple[Run, dict[str, ModelRequest]]:
         """Settle, unless a model call of a run needs this (2026-07-28) client's model first."""
-        deadline = anyio.current_time() + budget_s
+        deadline = self.clock.now() + budget_s
         while True:
             samples = queue.take(run_id)
-            left = deadline - anyio.current_time()
+            left = deadline - self.clock.now()
             if samples or left <= 0:
                 return await self.rt.runs.get(run_id), samples
             settled = await self._settle_unless_sampled(ctx, queue, run_id, left, progress)
@@ -235,20 +251,24 @@ class RunWaiter:
         """Ask each interrupt over the connection (handshake era); returns how many were decided."""
         decided = 0
         for interrupt in interrupts:
-            result: ElicitResult | None = None
-            with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-                try:
-                    result = await ctx.session.elicit_form(
-                        message_for(interrupt), form_for(interrupt), related_request_id=ctx.request_id
-                    )
-                except MCPError as exc:
-                    logger.info("client refused elicitation for %s: %s", interrupt.id, exc)
+            result = await before(self.clock, deadline, partial(self._ask, ctx, interrupt))
             if result is None:
                 return decided
             answer = answer_from(interrupt, result)
             if answer is not None and await self._decide(ctx, interrupt.id, answer):
                 decided += 1
         return decided
+
+    async def _ask(self, ctx: Context, interrupt: Interrupt) -> ElicitResult | None:
+        """The client's answer to one interrupt's form, or None when it refused to ask."""
+        try:
+            result: ElicitResult = await ctx.session.elicit_form(
+                message_for(interrupt), form_for(interrupt), related_request_id=ctx.request_id
+            )
+        except MCPError as exc:
+            logger.info("client refused elicitation for %s: %s", interrupt.id, exc)
+            return None
+        return result
 
     async def apply_answers(self, ctx: Context, run_id: str) -> list[str]:
         """On a 2026-07-28 retry: record the answers the client brought; returns ids already asked."""
