@@ -65,8 +65,10 @@ class LiveContext(StepContext):
         state_json: str,
         idempotency_key: str | None,
         output_session_id: str | None = None,
+        before_write: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.runtime = runtime
+        self._before_write = before_write  # commits the run's held steps first (held.py)
         self.run_id = run_id
         self.token = token
         self.step = step
@@ -85,6 +87,8 @@ class LiveContext(StepContext):
 
     async def _write(self, write: Awaitable[T]) -> T:
         with anyio.CancelScope(shield=True):
+            if self._before_write is not None:
+                await self._before_write()
             result = await write
         return result
 

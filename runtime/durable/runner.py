@@ -1,7 +1,8 @@
 """Drive one claimed run, step after step, while its worker holds the lease.
 
 Each step ends in exactly one commit (``RunStore.commit``): new state, next step, events and a
-checkpoint in one transaction, checked against the fencing token. The run keeps its claim
+checkpoint in one transaction, checked against the fencing token; a read-only step followed by another
+may have its commit held and made by the next one (``held.py``). The run keeps its claim
 between steps (no re-claim per step); it gives the claim up when it finishes, parks on an
 interrupt, or fails and waits for a retry (a retry's backoff never holds a claim).
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,14 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from runtime.durable.context import CURRENT_RUN, LiveContext
+from runtime.durable.held import CHAINED, CommitLine
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, StepCheckpoint, dumps
+from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, dumps
 from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import NewSession
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from runtime.runtime import Runtime
@@ -101,6 +106,14 @@ class Runner:
         self.deadline: float | None = claim.deadline
         self.plan_hash: str = claim.plan_hash
         self.output_session_id: str | None = claim.output_session_id
+        self.line = CommitLine(self._store_commit, self._committed, lease.lose)
+
+    # The run's store and watchers are those of the scope it is driven in (``rt.runs`` follows the scope).
+    def _store_commit(self, change: dict[str, Any], events: list[EventSpec], **options: Any) -> Awaitable[list[Claim]]:
+        return self.rt.runs.store.commit(self.run_id, self.lease.token, change, events, **options)
+
+    def _committed(self) -> None:
+        self.rt.runs.notify(self.run_id)
 
     async def _commit(
         self,
@@ -123,29 +136,44 @@ class Runner:
         order = None
         if "lease_owner" in sets and self.successor is not None:
             order, self.successor = self.successor(), None
-        runs = self.rt.runs
-        with anyio.CancelScope(shield=True):
-            self.next_claims = await runs.store.commit(
-                self.run_id,
-                self.lease.token,
-                sets,
-                events,
-                settle=settle,
-                tail=tail,
-                checkpoint=checkpoint,
-                retry_in_s=retry_in_s,
-                output_session=output_session,
-                then_claim=order,
-            )
-        runs.notify(self.run_id, *(claim.id for claim in self.next_claims))
+        self.next_claims = await self.line.make(
+            sets,
+            events,
+            settle=settle,
+            tail=tail,
+            checkpoint=checkpoint,
+            retry_in_s=retry_in_s,
+            output_session=output_session,
+            then_claim=order,
+        )
+        self.rt.runs.notify(self.run_id, *(claim.id for claim in self.next_claims))
 
     async def drive(self) -> None:
         """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""
         marker = CURRENT_RUN.set(self.run_id)
+        failure: Exception | None = None
         try:
-            await self._drive()
+            async with anyio.create_task_group() as tg:  # for the held steps' flushes
+                self.line.attach(tg)
+                try:
+                    await self._drive()
+                except anyio.get_cancelled_exc_class():
+                    await self._flush_quietly()  # the steps done before a shutdown are not done again
+                    raise
+                except Exception as exc:  # raised as itself below, not inside the task group's ExceptionGroup
+                    failure = exc
+                finally:
+                    self.line.attach(None)
         finally:
             CURRENT_RUN.reset(marker)
+        if failure is not None:
+            raise failure
+
+    async def _flush_quietly(self) -> None:
+        try:
+            await self.line.flush()
+        except Exception as exc:  # they run again, as after a crash
+            log.info("run %s: %d held step(s) not committed: %s", self.run_id, self.line.holding, exc)
 
     async def _drive(self) -> None:
         if self.plan_hash != self.plan.plan_hash:
@@ -162,6 +190,7 @@ class Runner:
                 return await self._end("failed", message + "; the definition changed under a running run")
             ctx = self._context(spec)
             out = await self._execute(spec, ctx)
+            self.line.raise_error()  # a held commit failed while the step ran: that ends this run here
             if out.kind == "ok":
                 if not await self._advance(spec, ctx, out):
                     return
@@ -197,6 +226,7 @@ class Runner:
             state_json=self.state_json,
             idempotency_key=key,
             output_session_id=self.output_session_id,
+            before_write=self.line.flush,
         )
 
     async def _execute(self, spec: StepPlan, ctx: LiveContext) -> Outcome:
@@ -305,7 +335,11 @@ class Runner:
         else:
             sets.update(step=out.next_step, visit=self.visit + 1, attempt=1, lost_leases=0)
             events.append(("step.started", {"step": out.next_step, "visit": self.visit + 1, "attempt": 1}))
-        await self._commit(sets, events, checkpoint=checkpoint, output_session=output_session)
+        following = self.plan.steps.get(out.next_step) if out.next_step is not None else None
+        if following is not None and spec.effects in CHAINED and following.effects in CHAINED:
+            await self.line.hold(HeldStep(sets, events, checkpoint))
+        else:
+            await self._commit(sets, events, checkpoint=checkpoint, output_session=output_session)
         self.state_json, self.attempt = out.state_json, 1
         self.output_session_id = sets.get("output_session_id", self.output_session_id)
         if out.next_step is None:

@@ -68,6 +68,16 @@ Limits = Mapping[str, int]
 StepCheckpoint = tuple[str, str | None, list[str]]
 
 
+@dataclass(frozen=True)
+class HeldStep:
+    """A completed step's commit, held back to be made by a later commit of the same run (``RunStore.commit``'s
+    ``held``): what that commit would have changed, appended and checkpointed."""
+
+    change: RunChange
+    events: Sequence[EventSpec]
+    checkpoint: StepCheckpoint | None = None
+
+
 class _CompactJSON:
     """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, made cheaper for the values a
     step's commit dumps several of: ``json.dumps`` builds an encoder per call, and so does
@@ -408,8 +418,11 @@ class RunStore(RunQueue, Protocol):
         retry_in_s: float | None = None,
         output_session: NewSession | None = None,
         then_claim: ClaimOrder | None = None,
+        held: Sequence[HeldStep] = (),
     ) -> list[Claim]:
         """Change the run and append events (and a checkpoint, at its ``checkpoint.created`` event).
+        ``held``: earlier steps' commits, made first, in order, in the same transaction (each as its own
+        commit would have been, all under the same fencing check and timestamp).
         ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``.
         ``retry_in_s``: the run may be claimed again (``next_at``) that long after this commit's own
         timestamp, the one its events carry. ``output_session``: a session to create in the same

@@ -27,6 +27,7 @@ from runtime.durable.store import (
     ClaimOrder,
     EffectRecord,
     EventSpec,
+    HeldStep,
     Holder,
     Limits,
     NewInterrupt,
@@ -326,16 +327,21 @@ class PostgresRunStore(PostgresRunQueue):
         retry_in_s: float | None = None,
         output_session: NewSession | None = None,
         then_claim: ClaimOrder | None = None,
+        held: Sequence[HeldStep] = (),
     ) -> list[Claim]:
         scope = self.scope
 
         async def write(conn: asyncpg.Connection) -> list[asyncpg.Record]:
+            at = now()
+            for step in held:
+                await durable.guarded_update(
+                    conn, run_id, token, step.change, step.events, checkpoint=step.checkpoint, at=at
+                )
             todo = list(events)
             if settle:
                 await durable.lock_held(conn, run_id, token)  # the run first, then its effects
                 await reap.settle_in_flight(conn, run_id, todo)
             todo += tail
-            at = now()
             row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
             if output_session is not None:
                 sessions = PostgresSessionStore(self.db, scope.tenant, scope.project)

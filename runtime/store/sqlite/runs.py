@@ -24,6 +24,7 @@ from runtime.durable.store import (
     ClaimOrder,
     EffectRecord,
     EventSpec,
+    HeldStep,
     Holder,
     Limits,
     NewInterrupt,
@@ -62,8 +63,12 @@ SMALL_ROWS = 8
 SMALL_TEXT = 64_000
 
 
-def _small(change: RunChange, events: Sequence[EventSpec]) -> bool:
-    return len(events) <= SMALL_ROWS and sum(len(v) for v in change.values() if isinstance(v, str)) < SMALL_TEXT
+def _small(change: RunChange, events: Sequence[EventSpec], held: Sequence[HeldStep] = ()) -> bool:
+    """Whether a commit (with the held steps it makes first) is small: each step's events, and all texts."""
+    if len(events) > SMALL_ROWS or any(len(step.events) > SMALL_ROWS for step in held):
+        return False
+    changes = [change, *(step.change for step in held)]
+    return sum(len(v) for c in changes for v in c.values() if isinstance(v, str)) < SMALL_TEXT
 
 
 def _claim_within(conn: sqlite3.Connection, order: ClaimOrder) -> list[sqlite3.Row]:
@@ -294,15 +299,18 @@ class SQLiteRunStore(SQLiteRunQueue):
         retry_in_s: float | None = None,
         output_session: NewSession | None = None,
         then_claim: ClaimOrder | None = None,
+        held: Sequence[HeldStep] = (),
     ) -> list[Claim]:
         scope = self.scope
 
         def write(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            at = now()
+            for step in held:
+                durable.guarded_update(conn, run_id, token, step.change, step.events, checkpoint=step.checkpoint, at=at)
             todo = list(events)
             if settle:
                 reap.settle_in_flight(conn, run_id, todo)
             todo += tail
-            at = now()
             row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
             if output_session is not None:
                 sessions = SQLiteSessionStore(self.db, scope.tenant, scope.project)
@@ -310,7 +318,7 @@ class SQLiteRunStore(SQLiteRunQueue):
             durable.guarded_update(conn, run_id, token, row, todo, checkpoint=checkpoint, at=at)
             return [] if then_claim is None else _claim_within(conn, then_claim)
 
-        rows = await self.db.write(write, small=_small(change, events))
+        rows = await self.db.write(write, small=_small(change, events, held))
         return [Claim.from_row(row) for row in rows]
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:

@@ -21,6 +21,7 @@ from runtime.durable.store import (
     MAX_LOST_LEASES,
     RELEASE,
     EffectRecord,
+    HeldStep,
     NewInterrupt,
     NewRun,
     RunStore,
@@ -138,6 +139,54 @@ async def test_a_stale_token_is_fenced_out_and_a_current_one_commits(backend: St
     tail = await store.events(run_id, before.last_seq, 10)
     assert [e.type for e in tail] == ["step.completed", "checkpoint.created"]
     assert checkpoint["seq"] == tail[1].seq and checkpoint["state"] == {"n": 2} and checkpoint["next_step"] == "second"
+
+
+def _step(name: str, following: str, n: int) -> HeldStep:
+    """What the runner commits when step ``name`` ends and ``following`` starts, with ``{"n": n}``."""
+    state = dumps({"n": n})
+    events = [
+        ("step.completed", {"step": name}),
+        ("checkpoint.created", {"step": name}),
+        ("step.started", {"step": following}),
+    ]
+    return HeldStep({"state": state, "step": following}, events, (state, following, []))
+
+
+async def test_held_steps_are_made_first_in_order_in_the_commit_that_carries_them(backend: StoreBackend) -> None:
+    store = runs(backend)
+    run_id = await started(store)
+    (claim,) = await store.claim("w", 30.0, 1, ["wf"])
+    before = await store.get(run_id)
+    last = _step("third", "fourth", 3)
+    held = [_step("first", "second", 1), _step("second", "third", 2)]
+    await store.commit(run_id, claim.token, last.change, list(last.events), checkpoint=last.checkpoint, held=held)
+    now_ = await store.get(run_id)
+    assert now_.step == "fourth" and now_.state == {"n": 3} and now_.last_seq == before.last_seq + 9
+    tail = await store.events(run_id, before.last_seq, 20)
+    assert [(e.type, e.data["step"]) for e in tail] == [
+        (kind, step)
+        for name, following in (("first", "second"), ("second", "third"), ("third", "fourth"))
+        for kind, step in (("step.completed", name), ("checkpoint.created", name), ("step.started", following))
+    ]
+    assert len({e.created_at for e in tail}) == 1  # one commit, one timestamp
+    checkpoints = await store.checkpoints(run_id)
+    assert [(c["state"]["n"], c["next_step"]) for c in checkpoints] == [(1, "second"), (2, "third"), (3, "fourth")]
+    assert [c["seq"] for c in checkpoints] == [e.seq for e in tail if e.type == "checkpoint.created"]
+
+
+async def test_a_stale_token_commits_none_of_the_held_steps(backend: StoreBackend) -> None:
+    store = runs(backend)
+    run_id = await started(store)
+    (old,) = await store.claim("old", EXPIRED, 1, ["wf"])
+    await store.reap()
+    await store.claim("new", 30.0, 1, ["wf"])
+    before = await store.get(run_id)
+    last = _step("second", "third", 2)
+    with pytest.raises(LeaseLostError):
+        await store.commit(run_id, old.token, last.change, list(last.events), held=[_step("first", "second", 1)])
+    after = await store.get(run_id)
+    assert (after.state, after.step, after.last_seq) == (before.state, before.step, before.last_seq)
+    assert await store.checkpoints(run_id) == []
 
 
 async def test_a_finished_run_gives_its_lease_up_and_no_token_commits_to_it_again(backend: StoreBackend) -> None:
