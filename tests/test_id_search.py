@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from runtime import InvalidInputError, Runtime
@@ -25,8 +24,7 @@ async def test_each_service_finds_its_ids_by_prefix_newest_first_within_its_scop
         ]
     async with Runtime.open(home, workers=0) as rt:
         sessions, runs, memories = [], [], []
-        for i in range(3):  # ids order by their millisecond: make each newer than the last
-            await anyio.sleep(0.002)
+        for i in range(3):  # ids made one after another sort in that order (runtime/ids.py), in one millisecond too
             sessions.append((await rt.sessions.create([{"kind": "user", "content": str(i)}])).id)
             runs.append((await rt.runs.start("echo", input={"message": str(i)})).id)
             memories.append((await rt.memory.remember(f"fact number {i}")).id)
@@ -45,8 +43,7 @@ async def test_each_service_finds_its_ids_by_prefix_newest_first_within_its_scop
 async def test_the_in_memory_session_store_searches_ids_like_the_sqlite_one() -> None:
     sessions = SessionService(InMemorySessionStore(InMemoryHome(), "local", "default"))
     made = []
-    for i in range(3):
-        await anyio.sleep(0.002)  # ids order by their millisecond
+    for i in range(3):  # one after another: ids sort in that order (runtime/ids.py)
         made.append((await sessions.create([{"kind": "user", "content": str(i)}])).id)
     assert await sessions.ids() == made[::-1]
     assert await sessions.ids(made[2]) == [made[2]]
