@@ -44,9 +44,10 @@ class Gates:
 
 
 @pytest.fixture
-async def rt(tmp_path: Path) -> AsyncIterator[Runtime]:
-    """One worker slot: a run the test holds keeps the only slot (no other worker of this runtime claims it)."""
-    async with Runtime.open(tmp_path, workers=1) as runtime:
+async def rt(tmp_path: Path, store: str | None) -> AsyncIterator[Runtime]:
+    """On each backend, one worker slot: a run the test holds keeps the only slot (no other worker of this
+    runtime claims it)."""
+    async with Runtime.open(tmp_path, store=store, workers=1) as runtime:
         yield runtime
 
 
