@@ -101,10 +101,9 @@ class CommitLine:
                 if held:
                     last = held.pop()
                     await self._commit(last.change, list(last.events), checkpoint=last.checkpoint, held=held)
+                    self._committed()
             finally:
                 self._lock.release()
-        if held:
-            self._committed()
 
     async def _flush_soon(self) -> None:
         self._flush_queued = False  # a step held from here on queues another flush

@@ -46,8 +46,8 @@ class Gates:
 @pytest.fixture
 async def rt(tmp_path: Path, store: str | None) -> AsyncIterator[Runtime]:
     """On each backend, one worker slot: a run the test holds keeps the only slot (no other worker of this
-    runtime claims it)."""
-    async with Runtime.open(tmp_path, store=store, workers=1) as runtime:
+    runtime claims it). Nothing polls: whatever a test waits for must have been notified."""
+    async with Runtime.open(tmp_path, store=store, workers=1, poll_s=3600) as runtime:
         yield runtime
 
 
