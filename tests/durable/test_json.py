@@ -1,5 +1,5 @@
-"""The durable layer's JSON (``runtime.durable.store.dumps``): what ``json.dumps`` compact writes, and an
-encoding that fails leaves nothing behind that a later one trips on."""
+"""The durable layer's JSON (``runtime.durable.compact_json.dumps``): what ``json.dumps`` compact writes,
+and an encoding that fails leaves nothing behind that a later one trips on."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runtime.durable.store import dumps
+from runtime.durable.compact_json import dumps
 
 
 @pytest.mark.parametrize(
