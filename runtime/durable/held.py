@@ -68,16 +68,7 @@ class CommitLine:
 
     async def make(self, change: RunChange, events: list[EventSpec], **options: Any) -> list[Claim]:
         """Commit now (every held step first, in the same transaction); what ``RunStore.commit`` returns."""
-        claims: list[Claim] = []
-        with anyio.CancelScope(shield=True):
-            await self._acquire()
-            try:
-                self.raise_error()
-                held, self._held = self._held, []
-                claims = await self._commit(change, events, held=held, **options)
-            finally:
-                self._lock.release()
-        return claims
+        return await self._with_held(lambda held: self._commit(change, events, held=held, **options))
 
     async def hold(self, step: HeldStep) -> None:
         """Hold a read-only step's commit for the next one (made at once when ``MAX_HELD`` are held)."""
@@ -93,17 +84,33 @@ class CommitLine:
         """Commit every held step now (nothing to do when none is held)."""
         if not self._held:
             return self.raise_error()
+        await self._with_held(self._commit_last)
+
+    async def _commit_last(self, held: list[HeldStep]) -> list[Claim]:
+        """The last held step's commit, carrying the ones before it (nothing when none is held)."""
+        if not held:
+            return []
+        *before, last = held
+        await self._commit(last.change, list(last.events), checkpoint=last.checkpoint, held=before)
+        self._committed()
+        return []
+
+    async def _with_held(self, commit: Callable[[list[HeldStep]], Awaitable[list[Claim]]]) -> list[Claim]:
+        """``commit(held)`` of the steps held at this point, alone on the line (the run's commits stay in
+        order) and shielded (a commit under way always ends). A background flush's failure is raised first."""
+        claims: list[Claim] = []
         with anyio.CancelScope(shield=True):
-            await self._acquire()
+            try:
+                self._lock.acquire_nowait()  # the common case, without the pass of the loop ``acquire`` makes
+            except anyio.WouldBlock:
+                await self._lock.acquire()
             try:
                 self.raise_error()
                 held, self._held = self._held, []
-                if held:
-                    last = held.pop()
-                    await self._commit(last.change, list(last.events), checkpoint=last.checkpoint, held=held)
-                    self._committed()
+                claims = await commit(held)
             finally:
                 self._lock.release()
+        return claims
 
     async def _flush_soon(self) -> None:
         self._flush_queued = False  # a step held from here on queues another flush
@@ -113,9 +120,3 @@ class CommitLine:
             if self._error is None:
                 self._error = exc
             self._failed()
-
-    async def _acquire(self) -> None:
-        try:
-            self._lock.acquire_nowait()  # the common case, without the pass of the loop ``acquire`` makes
-        except anyio.WouldBlock:
-            await self._lock.acquire()

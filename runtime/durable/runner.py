@@ -170,10 +170,11 @@ class Runner:
             raise failure
 
     async def _flush_quietly(self) -> None:
+        held = self.line.holding  # counted before the flush takes them
         try:
             await self.line.flush()
         except Exception as exc:  # they run again, as after a crash
-            log.info("run %s: %d held step(s) not committed: %s", self.run_id, self.line.holding, exc)
+            log.info("run %s: %d held step(s) not committed: %s", self.run_id, held, exc)
 
     async def _drive(self) -> None:
         if self.plan_hash != self.plan.plan_hash:
