@@ -9,6 +9,7 @@
     │   └── ConflictError          the input contradicts what is stored (idempotency key reuse, ...)
     ├── RunFailure                 a run or step failed; carries run_id and step
     ├── StoreError                 the store could not do what was asked
+    │   ├── StoreUnavailableError  the store could not be reached; nothing was written: try again later
     │   └── LeaseLostError         a worker's fencing token is stale: it may not commit
     └── ControlSignal              control flow, not failure; never shown to users as an error
         ├── InterruptRaised        a step parked the run on a human interrupt
@@ -51,6 +52,11 @@ class RunFailure(RathError):
 
 class StoreError(RathError):
     """The store could not carry out the request."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be reached (a server down or restarting), and nothing was written: the same
+    call may be made again once it is back. (A write that may have been applied is never this error.)"""
 
 
 class SchemaBehindError(StoreError):

@@ -14,12 +14,14 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import anyio
 import anyio.to_thread
 
 from runtime.durable.models import Effect, Interrupt
+from runtime.durable.outage import once_reachable
 from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, dumps
 from runtime.durable.transcript import decision_chunks
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
@@ -85,17 +87,27 @@ class LiveContext(StepContext):
         self._interrupts: dict[int, Interrupt] | None = None
         self._ordinal = 0
 
-    async def _write(self, write: Awaitable[T]) -> T:
-        with anyio.CancelScope(shield=True):
-            if self._before_write is not None:
-                await self._before_write()
-            result = await write
-        return result
+    async def _write(self, write: Callable[[], Awaitable[T]]) -> T:
+        """Make a fenced write, after the run's held steps; made again once a store that cannot be
+        reached is back (``outage.py``): each try shielded, the pauses between them not."""
+        if self._before_write is not None:
+            await self._before_write()  # shielded itself, and waits out an outage the same way
+
+        async def shielded() -> T:
+            with anyio.CancelScope(shield=True):
+                result = await write()
+            return result
+
+        return await once_reachable(shielded, f"run {self.run_id}'s step {self.step!r}")
+
+    def _read(self, read: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """A read of the run's own ledger, made again once a store that cannot be reached is back."""
+        return once_reachable(read, f"run {self.run_id}'s step {self.step!r}")
 
     # -- effects -----------------------------------------------------------------------------
     async def _known_effects(self) -> dict[str, Effect]:
         if self._effects is None:
-            effects = await self.runtime.runs.store.visit_effects(self.run_id, self.visit)
+            effects = await self._read(partial(self.runtime.runs.store.visit_effects, self.run_id, self.visit))
             self._effects = {e.key: e for e in effects}
         return self._effects
 
@@ -145,7 +157,7 @@ class LiveContext(StepContext):
         error: str | None,
     ) -> None:
         record = EffectRecord(effect_id, self.step, self.visit, key, effect_class.value, status, result_json, error)
-        stored = await self._write(self.runtime.runs.store.record_effect(self.run_id, self.token, record))
+        stored = await self._write(partial(self.runtime.runs.store.record_effect, self.run_id, self.token, record))
         if self._effects is not None:
             self._effects[key] = stored
 
@@ -184,7 +196,9 @@ class LiveContext(StepContext):
             raise InvalidInputError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
         ordinal, self._ordinal = self._ordinal, self._ordinal + 1
         if self._interrupts is None:
-            self._interrupts = await self.runtime.runs.store.visit_interrupts(self.run_id, self.visit)
+            self._interrupts = await self._read(
+                partial(self.runtime.runs.store.visit_interrupts, self.run_id, self.visit)
+            )
         known = self._interrupts.get(ordinal)
         if known is not None:
             if known.status == "decided" and known.decision is not None:
@@ -196,7 +210,7 @@ class LiveContext(StepContext):
         interrupt_id = new_id("int")
         expires_at = now() + timeout_s if timeout_s else None
         new = NewInterrupt(interrupt_id, self.step, self.visit, ordinal, kind, prompt, schema, expires_at)
-        await self._write(self.runtime.runs.store.park(self.run_id, self.token, new, self.state_json))
+        await self._write(partial(self.runtime.runs.store.park, self.run_id, self.token, new, self.state_json))
         raise InterruptRaised(interrupt_id)
 
     async def _note_decision(self, interrupt: Interrupt, decision: Decision) -> None:
@@ -218,7 +232,7 @@ class LiveContext(StepContext):
 
     async def progress(self, message: str) -> None:
         events: list[EventSpec] = [("step.progress", {"step": self.step, "message": str(message)})]
-        await self._write(self.runtime.runs.store.commit(self.run_id, self.token, {}, events))
+        await self._write(partial(self.runtime.runs.store.commit, self.run_id, self.token, {}, events))
         self.runtime.runs.notify(self.run_id)
 
     async def text(self, piece: str) -> None:
@@ -227,5 +241,5 @@ class LiveContext(StepContext):
         if not piece:
             return
         events: list[EventSpec] = [("step.text", {"step": self.step, "text": str(piece)})]
-        await self._write(self.runtime.runs.store.commit(self.run_id, self.token, {}, events))
+        await self._write(partial(self.runtime.runs.store.commit, self.run_id, self.token, {}, events))
         self.runtime.runs.notify(self.run_id)

@@ -24,7 +24,9 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.durable.outage import Outage
 from runtime.durable.store import Claim, EventSpec, HeldStep, RunChange
+from runtime.errors import StoreUnavailableError
 from runtime.flow.workflow import EffectClass
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,9 @@ class CommitLine:
         commit: Callable[..., Awaitable[list[Claim]]],
         committed: Callable[[], None],
         failed: Callable[[], None],
+        run_id: str = "",
     ) -> None:
+        self._run_id = run_id  # named in what an outage logs
         self._commit = commit  # ``RunStore.commit`` bound to the run and its fencing token
         self._committed = committed  # tells the run's watchers after a flush
         self._failed = failed  # stops the running step when a flush in the background failed
@@ -97,20 +101,31 @@ class CommitLine:
 
     async def _with_held(self, commit: Callable[[list[HeldStep]], Awaitable[list[Claim]]]) -> list[Claim]:
         """``commit(held)`` of the steps held at this point, alone on the line (the run's commits stay in
-        order) and shielded (a commit under way always ends). A background flush's failure is raised first."""
-        claims: list[Claim] = []
-        with anyio.CancelScope(shield=True):
-            try:
-                self._lock.acquire_nowait()  # the common case, without the pass of the loop ``acquire`` makes
-            except anyio.WouldBlock:
-                await self._lock.acquire()
-            try:
-                self.raise_error()
-                held, self._held = self._held, []
-                claims = await commit(held)
-            finally:
-                self._lock.release()
-        return claims
+        order) and shielded (a commit under way always ends). A background flush's failure is raised first.
+
+        While the store cannot be reached (nothing was written), the steps are held again and the commit
+        is made again once it answers (``outage.py``), the pauses unshielded and off the line."""
+        outage = Outage(f"run {self._run_id}'s commit")
+        while True:
+            with anyio.CancelScope(shield=True):
+                try:
+                    self._lock.acquire_nowait()  # the common case, without the pass of the loop ``acquire`` makes
+                except anyio.WouldBlock:
+                    await self._lock.acquire()
+                try:
+                    self.raise_error()
+                    held, self._held = self._held, []
+                    try:
+                        claims = await commit(held)
+                    except StoreUnavailableError as exc:
+                        self._held[:0] = held  # not written: held again, before any held meanwhile
+                        unavailable = exc
+                    else:
+                        outage.over()
+                        return claims
+                finally:
+                    self._lock.release()
+            await outage.wait(unavailable)
 
     async def _flush_soon(self) -> None:
         self._flush_queued = False  # a step held from here on queues another flush

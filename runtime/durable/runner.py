@@ -106,7 +106,7 @@ class Runner:
         self.deadline: float | None = claim.deadline
         self.plan_hash: str = claim.plan_hash
         self.output_session_id: str | None = claim.output_session_id
-        self.line = CommitLine(self._store_commit, self._committed, lease.lose)
+        self.line = CommitLine(self._store_commit, self._committed, lease.lose, claim.id)
 
     # The run's store and watchers are those of the scope it is driven in (``rt.runs`` follows the scope).
     def _store_commit(self, change: dict[str, Any], events: list[EventSpec], **options: Any) -> Awaitable[list[Claim]]:

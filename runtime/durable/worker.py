@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.durable.outage import Outage
 from runtime.durable.owner import is_gone, this_process
 from runtime.durable.runner import Lease, Runner
 from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec
-from runtime.errors import LeaseLostError
+from runtime.errors import LeaseLostError, StoreUnavailableError
 from runtime.ids import now
 
 if TYPE_CHECKING:
@@ -224,30 +225,42 @@ class Worker:
     # -- leases ------------------------------------------------------------------------------
     async def _renew_loop(self) -> None:
         """Renew every ``lease_s / 3``; in between, look for cancels asked by other processes (a cheap read)
-        when told of one, and every ``poll_s`` in case a notification was lost."""
+        when told of one, and every ``poll_s`` in case a notification was lost.
+
+        While the store cannot be reached, renew is tried again after a short pause instead: the leases
+        are renewed as soon as it is back (fencing decides: a run taken over meanwhile is not renewed,
+        and its step is stopped here), before the time the lost renewals left them runs out."""
         renew_at = anyio.current_time() + self.lease_s / 3
+        outage = Outage(f"worker {self.owner}'s lease renewal")
         while True:
             with anyio.move_on_after(max(0.0, min(self.poll_s, renew_at - anyio.current_time()))):
                 await self._cancel_asked.wait()
             self._cancel_asked = anyio.Event()
             held = [(lease.run_id, lease.token) for lease in self.leases.values()]
-            if anyio.current_time() < renew_at:
-                if held:
-                    await self._poll_cancels(held)
-                continue
-            renew_at = anyio.current_time() + self.lease_s / 3
-            if not held:
-                continue
-            with anyio.CancelScope(shield=True):
-                alive = await self.rt.runs.store.renew(held, self.lease_s)
-            for run_id, token in held:
-                lease = self.leases.get(run_id)
-                if lease is None or lease.token != token:
+            try:
+                if anyio.current_time() < renew_at:
+                    if held:
+                        await self._poll_cancels(held)
                     continue
-                if run_id not in alive:
-                    lease.lose()
-                elif alive[run_id] and not lease.cancelled:
-                    lease.cancel(alive[run_id])
+                if held:
+                    await self._renew(held)
+                renew_at = anyio.current_time() + self.lease_s / 3
+                outage.over()
+            except StoreUnavailableError as exc:
+                renew_at = anyio.current_time()  # renew first once the store answers
+                await outage.wait(exc)
+
+    async def _renew(self, held: list[tuple[str, int]]) -> None:
+        with anyio.CancelScope(shield=True):
+            alive = await self.rt.runs.store.renew(held, self.lease_s)
+        for run_id, token in held:
+            lease = self.leases.get(run_id)
+            if lease is None or lease.token != token:
+                continue
+            if run_id not in alive:
+                lease.lose()
+            elif alive[run_id] and not lease.cancelled:
+                lease.cancel(alive[run_id])
 
     async def _poll_cancels(self, held: list[tuple[str, int]]) -> None:
         asked = await self.rt.runs.store.cancel_requests([run_id for run_id, _ in held])
@@ -289,9 +302,11 @@ async def _resilient(loop: Callable[[], Awaitable[None]], name: str) -> None:
         try:
             await loop()
             return
+        except StoreUnavailableError as exc:  # an outage, not a bug: one line, no traceback
+            log.warning("durable worker %s loop: %s; retrying in %.1f s", name, exc, RESTART_S)
         except Exception:
             log.exception("durable worker %s loop failed; retrying in %.1f s", name, RESTART_S)
-            await anyio.sleep(RESTART_S)
+        await anyio.sleep(RESTART_S)
 
 
 async def run_worker(

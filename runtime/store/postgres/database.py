@@ -16,12 +16,15 @@ it is never applied twice, and its caller never sees the conflict. Notifications
 (``notify``) go out once it has committed (see ``notify.py`` for why not inside it).
 
 Faults. A connection lost before COMMIT was sent means the server rolled the transaction back:
-the batch is re-run on a fresh connection (``fn`` must therefore touch nothing but ``conn``), and
-when the server stays unreachable the caller gets a ``StoreError`` saying so. A connection lost
+the batch is re-run on a fresh connection (``fn`` must therefore touch nothing but ``conn``; every
+idle connection of the pool is expired first, as a restarted server has dropped them all), and when
+the server stays unreachable the caller gets a ``StoreUnavailableError`` saying so: nothing was
+written, and the caller may try again later (the durable worker does, under its fencing token). A connection lost
 *during* COMMIT is ambiguous: before committing we read the transaction's id, and afterwards ask
 the server (``pg_xact_status``) what became of it: committed (the write succeeded), aborted
-(nothing was written: re-run), or, if the server cannot be asked within ``resolve_window``
-seconds, ``AmbiguousCommitError``; it is never retried blindly.
+(nothing was written: re-run; so is an id the server says it never assigned, which a server that
+crashed before the transaction's WAL reached its disk may say), or, if the server cannot be asked
+within ``resolve_window`` seconds, ``AmbiguousCommitError``; it is never retried blindly.
 """
 
 from __future__ import annotations
@@ -35,7 +38,13 @@ import anyio
 import asyncpg
 
 from runtime.errors import StoreError
-from runtime.store.postgres.faults import AmbiguousCommitError, is_connection_lost, safe_location, unreachable
+from runtime.store.postgres.faults import (
+    AmbiguousCommitError,
+    is_connection_lost,
+    is_future_xid,
+    safe_location,
+    unreachable,
+)
 from runtime.store.postgres.notify import holding, send_held
 
 T = TypeVar("T")
@@ -241,6 +250,7 @@ class PostgresDatabase:
                     error: BaseException = unreachable(self.where, lost.cause)
                     break
                 self.stats["reruns"] += 1
+                await self._expire_idle()
             except StoreError as exc:
                 error = exc
                 break
@@ -319,6 +329,8 @@ class PostgresDatabase:
             except (_Lost, StoreError):
                 raise
             except Exception as exc:
+                if is_future_xid(exc):
+                    raise _Lost(cause) from exc
                 if not is_connection_lost(exc):
                     raise
                 last = exc
@@ -327,6 +339,13 @@ class PostgresDatabase:
                 raise AmbiguousCommitError(self.where, xid, last)
             await anyio.sleep(delay)
             delay = min(delay * 2, 0.5)
+
+    async def _expire_idle(self) -> None:
+        """A connection was lost: the others were most likely lost with it (a server restart drops them
+        all), so every idle one is replaced on its next acquire rather than tried and found dead, one
+        attempt each (which could use up a write's attempts on a server that is up again)."""
+        if self._pool is not None:
+            await self._pool.expire_connections()
 
     # -- reads ------------------------------------------------------------------------------
     async def read(self, fn: Work[T]) -> T:
@@ -348,6 +367,7 @@ class PostgresDatabase:
                 if not is_connection_lost(exc):
                     raise
                 last = exc
+                await self._expire_idle()
         assert last is not None
         raise unreachable(self.where, last) from last
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from runtime.errors import StoreError
+from runtime.errors import StoreError, StoreUnavailableError
 
 # SQLSTATE classes that say the connection (not the statement) failed: 08 connection exception,
 # 57 operator intervention (admin/crash shutdown, cannot connect now), 53300 too many connections.
@@ -49,12 +49,19 @@ def is_connection_lost(exc: BaseException) -> bool:
     return isinstance(exc, OSError | asyncio.TimeoutError | EOFError)
 
 
-def unreachable(where: str, exc: BaseException) -> StoreError:
-    """The one error every call gets while the server cannot be reached."""
-    return StoreError(
+def unreachable(where: str, exc: BaseException) -> StoreUnavailableError:
+    """The one error every call gets while the server cannot be reached (and nothing was written)."""
+    return StoreUnavailableError(
         f"the PostgreSQL store at {where} is unreachable ({_describe(exc)}); "
         "check that the server is running and the store URL is right"
     )
+
+
+def is_future_xid(exc: BaseException) -> bool:
+    """True for ``pg_xact_status``'s refusal of a transaction id the server never assigned (durably):
+    after a crash the server may restart below an id whose transaction wrote no WAL to disk, and such
+    a transaction cannot have committed (a commit's WAL record is flushed before the commit returns)."""
+    return getattr(exc, "sqlstate", None) == "22023" and "in the future" in str(exc)
 
 
 def _describe(exc: BaseException) -> str:
