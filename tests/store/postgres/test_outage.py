@@ -1,0 +1,82 @@
+"""A worker cut off from PostgreSQL while it holds a run (through tests/store/postgres/proxy.py, on the
+machine's server): fencing decides what it may do once it is back.
+
+The worker's step ends while it cannot reach the server; meanwhile its lease runs out and another
+worker, which can, takes the run over and finishes it (the first step's effect replayed from the
+ledger, not done again). When the first worker reaches the server again, its waiting commit is
+refused by the fencing token: the run stops on it, quietly (a lost lease, not a crash), and every
+effect happened once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import pytest
+
+from runtime import Runtime
+from runtime.store import parse_store_url
+from runtime.store.postgres import backend as postgres
+from tests.store.postgres.outage_flow import Paying, hearing
+from tests.store.postgres.proxy import Proxy
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[Proxy]:
+    p = Proxy()
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+def _via(proxy: Proxy, pg_url: str) -> str:
+    parts = urlsplit(pg_url)
+    return proxy.url(parts.path.lstrip("/"), search_path=parse_qs(parts.query)["search_path"][0])
+
+
+@pytest.fixture
+async def migrated(pg_url: str) -> str:
+    await postgres.migrate(parse_store_url(pg_url))
+    return pg_url
+
+
+async def test_a_run_taken_over_while_its_worker_was_cut_off_stops_on_that_worker_once_it_is_back(
+    proxy: Proxy, migrated: str, tmp_path: Path
+) -> None:
+    cut_off, other = Paying(), Paying()
+    other.release.set()
+    # A short lease for the worker cut off, so the other takes the run over once it runs out (the reaper's
+    # doing, not a race: nobody can renew it meanwhile); a long one for the other, which keeps it.
+    async with Runtime.open(tmp_path / "a", store=_via(proxy, migrated), workers=1, lease_s=1.5) as a:
+        a.workflows.register(cut_off)
+        run = await a.runs.start("paying")
+        waiting, lost = f"run {run.id}'s commit waits for the store", f"lease on run {run.id} lost"
+        with hearing(waiting, lost, "crashed the runner") as heard:
+            with anyio.fail_after(30):
+                await cut_off.holding.wait()
+            await proxy.refuse()
+            cut_off.release.set()  # its step ends; the commit waits for the server
+            with anyio.fail_after(30):
+                await heard.any.wait()
+            assert heard[waiting].is_set(), "the commit did not wait for the server"
+            async with Runtime.open(tmp_path / "b", store=migrated, workers=1, lease_s=120) as b:
+                b.workflows.register(other)
+                done = await b.runs.wait(run.id, 30)
+                assert done.status == "succeeded", done.error
+                await proxy.accept()
+                with anyio.fail_after(30):
+                    await heard[lost].wait()  # refused by fencing, once the server answered it
+                events = [e.type for e in await b.runs.events(run.id, 0, 1000)]
+                ledger = await b.runs.effects(None, run.id)
+            assert not heard["crashed the runner"].is_set()
+    assert cut_off.applied == [(run.id, "paid")]  # the first step's effect, before the cut
+    assert other.applied == [(run.id, "shipped")]  # its replay of "pay" came from the ledger
+    assert sorted((e.key, e.status) for e in ledger) == [("pay", "succeeded"), ("ship", "succeeded")]
+    assert events.count("step.completed") == 2 and events.count("effect.succeeded") == 2
