@@ -2,12 +2,12 @@
 
 For each request it finds the caller (:func:`rath_mcp.principal.principal_of`: what HTTP
 authentication left on the request, else the server's local principal), checks that the caller
-holds the grant the request needs (:func:`grant_for`, from the tables below), and runs the handler
+holds every grant the request needs (:func:`grant_for`, from the tables below), and runs the handler
 inside the caller's tenant/project (``Runtime.scope``), so every read and write the handler makes
 is confined to it: an object of another scope is simply not there, and reads as "not found" in the
 very words an id that never existed gets.
 
-A request lacking its grant changes nothing: the handler never runs. A tool call gets an
+A request lacking a grant changes nothing: the handler never runs. A tool call gets an
 ``isError`` result naming the grant; any other method a JSON-RPC error (``MISSING_GRANT``) naming it.
 
 Deny by default: a tool, prompt, resource or method the tables do not name needs ``admin``, so a
@@ -35,49 +35,66 @@ logger = logging.getLogger(__name__)
 #: JSON-RPC error code of a request refused for a missing grant (in the implementation-defined range).
 MISSING_GRANT: Final = -32003
 
-#: The grant of every tool. Tools not named here need ``admin``.
-TOOL_GRANTS: Final[Mapping[str, str]] = {
-    "session_create": "session.write",
-    "session_append": "session.write",
-    "session_fork": "session.write",
-    "session_merge": "session.write",
-    "session_detach": "session.write",
-    "session_import": "session.write",
-    "session_get": "session.read",
-    "session_list": "session.read",
-    "session_lineage": "session.read",
-    "session_export": "session.read",
-    "workflow_list": "run.read",
-    "run_get": "run.read",
-    "run_wait": "run.read",
-    "run_list": "run.read",
-    "run_events": "run.read",
-    "run_checkpoints": "run.read",
-    "interrupt_list": "run.read",
-    "effect_list": "run.read",
-    "run_start": "run.create",
-    "delegate": "run.create",
-    "run_fork": "run.create",
-    "run_cancel": "run.cancel",
-    "interrupt_resolve": "interrupt.decide",
-    "effect_resolve": "effect.resolve",
-    "memory_recall": "memory.read",
-    "memory_remember": "memory.write",
-    "memory_commit": "memory.write",
-    "memory_forget": "memory.delete",
+#: The grant a session's content needs, wherever it shows (CONTRACT §8).
+SESSION_CONTENT: Final = "session.read"
+
+# Why SESSION_CONTENT appears beside other grants below: a session's text reaches a caller through
+# more than the session tools. A run started on a session answers with what the run made of it (echo
+# returns it verbatim), a memory commit archives it where memory_recall finds it, a fork or merge
+# copies it into a session of the caller's making, a run's events stream its text (step.text), its
+# pending questions and effect results are written from it, and an MCP task is a run by another name.
+# So every request that names a session to act on, or whose answer is shaped from a run (summary,
+# result, events, interrupts, effects, task), needs SESSION_CONTENT as well as its own grant: one
+# rule, in these tables, checked before anything runs. What stays with run.read alone tells nothing
+# a session holds: the workflows, a run's checkpoint list, completions of ids.
+# (tests/scope/test_session_content.py finds every tool taking a session id from tools/list.)
+
+#: The grants of every tool (all of them needed). Tools not named here need ``admin``.
+TOOL_GRANTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "session_create": ("session.write",),
+    "session_append": ("session.write", SESSION_CONTENT),
+    "session_fork": ("session.write", SESSION_CONTENT),
+    "session_merge": ("session.write", SESSION_CONTENT),
+    "session_detach": ("session.write", SESSION_CONTENT),
+    "session_import": ("session.write",),
+    "session_get": (SESSION_CONTENT,),
+    "session_list": (SESSION_CONTENT,),
+    "session_lineage": (SESSION_CONTENT,),
+    "session_export": (SESSION_CONTENT,),
+    "workflow_list": ("run.read",),
+    "run_get": ("run.read", SESSION_CONTENT),
+    "run_wait": ("run.read", SESSION_CONTENT),
+    "run_list": ("run.read", SESSION_CONTENT),
+    "run_events": ("run.read", SESSION_CONTENT),
+    "run_checkpoints": ("run.read",),
+    "interrupt_list": ("run.read", SESSION_CONTENT),
+    "effect_list": ("run.read", SESSION_CONTENT),
+    "run_start": ("run.create", SESSION_CONTENT),
+    "delegate": ("run.create", SESSION_CONTENT),
+    "run_fork": ("run.create", SESSION_CONTENT),
+    "run_cancel": ("run.cancel", SESSION_CONTENT),
+    "interrupt_resolve": ("interrupt.decide", SESSION_CONTENT),
+    "effect_resolve": ("effect.resolve", SESSION_CONTENT),
+    "memory_recall": ("memory.read",),
+    "memory_remember": ("memory.write",),
+    "memory_commit": ("memory.write", SESSION_CONTENT),
+    "memory_forget": ("memory.delete",),
 }
 
-#: The grant of reading (or subscribing to) a resource, by the start of its URI. Others need ``admin``.
-RESOURCE_GRANTS: Final[tuple[tuple[str, str], ...]] = (
-    ("rath://sessions/", "session.read"),
-    ("rath://runs/", "run.read"),
-    ("rath://workflows", "run.read"),
-    ("rath://memory/", "memory.read"),
-    ("ui://rath/", "run.read"),
+#: The grants of reading (or subscribing to) a resource, by the start of its URI. Others need ``admin``.
+RESOURCE_GRANTS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("rath://sessions/", (SESSION_CONTENT,)),
+    ("rath://runs/", ("run.read", SESSION_CONTENT)),
+    ("rath://workflows", ("run.read",)),
+    ("rath://memory/", ("memory.read",)),
+    ("ui://rath/", ("run.read",)),
 )
 
-#: The grant of each prompt (both render runs or workflows as text). Others need ``admin``.
-PROMPT_GRANTS: Final[Mapping[str, str]] = {"delegate_task": "run.read", "review_run": "run.read"}
+#: The grants of each prompt (``review_run`` renders a run's summary and events). Others need ``admin``.
+PROMPT_GRANTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "delegate_task": ("run.read",),
+    "review_run": ("run.read", SESSION_CONTENT),
+}
 
 #: The grant of completing an argument, by its name (the ids it offers are of that kind).
 COMPLETION_GRANTS: Final[Mapping[str, str]] = {
@@ -88,14 +105,14 @@ COMPLETION_GRANTS: Final[Mapping[str, str]] = {
     "name": "run.read",
 }
 
-#: Methods with a fixed grant: MCP Tasks (both eras) are durable runs. ``tasks/update`` answers the
-#: interrupt an ``input_required`` task waits on, so it needs what ``interrupt_resolve`` needs.
-METHOD_GRANTS: Final[Mapping[str, str]] = {
-    "tasks/get": "run.read",
-    "tasks/result": "run.read",
-    "tasks/list": "run.read",
-    "tasks/cancel": "run.cancel",
-    "tasks/update": "interrupt.decide",
+#: Methods with fixed grants: MCP Tasks (both eras) are durable runs, and need what the run tools do.
+#: ``tasks/update`` answers the interrupt an ``input_required`` task waits on, as ``interrupt_resolve``.
+METHOD_GRANTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "tasks/get": ("run.read", SESSION_CONTENT),
+    "tasks/result": ("run.read", SESSION_CONTENT),
+    "tasks/list": ("run.read", SESSION_CONTENT),
+    "tasks/cancel": ("run.cancel", SESSION_CONTENT),
+    "tasks/update": ("interrupt.decide", SESSION_CONTENT),
 }
 
 #: Methods that read or change nothing of a scope: lists of what the server offers, the handshake.
@@ -116,12 +133,16 @@ FREE_METHODS: Final[frozenset[str]] = frozenset(
 _BY_URI: Final = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 
 
-def resource_grant(uri: str) -> str:
-    """The grant reading ``uri`` needs (``admin`` for a URI of no known kind)."""
-    for prefix, grant in RESOURCE_GRANTS:
+#: What anything the tables do not name needs.
+_ADMIN: Final = ("admin",)
+
+
+def resource_grants(uri: str) -> tuple[str, ...]:
+    """The grants reading ``uri`` needs (``admin`` for a URI of no known kind)."""
+    for prefix, grants in RESOURCE_GRANTS:
         if uri.startswith(prefix):
-            return grant
-    return "admin"
+            return grants
+    return _ADMIN
 
 
 @dataclass(frozen=True)
@@ -139,30 +160,33 @@ def grant_for(method: str, params: Mapping[str, Any] | None) -> Need:
         return Need((), method)
     if method == "tools/call":
         name = str(p.get("name", ""))
-        return Need((TOOL_GRANTS.get(name, "admin"),), f"tool {name}")
+        return Need(TOOL_GRANTS.get(name, _ADMIN), f"tool {name}")
     if method in _BY_URI:
         uri = str(p.get("uri", ""))
-        return Need((resource_grant(uri),), f"{method} of {uri}")
+        return Need(resource_grants(uri), f"{method} of {uri}")
     if method == "subscriptions/listen":
         notifications = p.get("notifications")
         uris = notifications.get("resourceSubscriptions") if isinstance(notifications, Mapping) else None
         named = [str(u) for u in uris] if isinstance(uris, list) else []
-        return Need(tuple(dict.fromkeys(resource_grant(u) for u in named)), f"{method} of {', '.join(named)}")
+        needed = tuple(dict.fromkeys(g for u in named for g in resource_grants(u)))
+        return Need(needed, f"{method} of {', '.join(named)}")
     if method == "prompts/get":
         name = str(p.get("name", ""))
-        return Need((PROMPT_GRANTS.get(name, "admin"),), f"prompt {name}")
+        return Need(PROMPT_GRANTS.get(name, _ADMIN), f"prompt {name}")
     if method == "completion/complete":
         argument = p.get("argument")
         name = str(argument.get("name", "")) if isinstance(argument, Mapping) else ""
         grant = COMPLETION_GRANTS.get(name)
         return Need((grant,) if grant else (), f"completing {name}")
-    return Need((METHOD_GRANTS.get(method, "admin"),), method)
+    return Need(METHOD_GRANTS.get(method, _ADMIN), method)
 
 
 def refusal(need: Need, grant: str) -> str:
-    """The words of a refusal: what was asked, the grant it needs, how to get it."""
+    """The words of a refusal: what was asked, the grant it needs (and why, where it is not the
+    request's own grant but the one a session's content needs), how to get it."""
+    why = " (it reaches what a session holds)" if grant == SESSION_CONTENT and len(need.grants) > 1 else ""
     return (
-        f"{need.what} needs the grant '{grant}', which this caller does not hold; "
+        f"{need.what} needs the grant '{grant}'{why}, which this caller does not hold; "
         f"use a token that carries {grant} (or admin)"
     )
 

@@ -73,7 +73,7 @@ class _WithOps:
 
 
 async def test_metrics_need_metrics_read_and_count_runs_steps_tools_and_refusals(rt: Runtime) -> None:
-    reader, other = await token(rt, "metrics.read"), await token(rt, "run.create", "run.read")
+    reader, other = await token(rt, "metrics.read"), await token(rt, "run.create", "run.read", "session.read")
     async with rath_http(rt) as served:
         async with (
             httpx2.AsyncClient(headers={"Authorization": f"Bearer {other}"}) as http,

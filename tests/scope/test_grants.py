@@ -1,5 +1,5 @@
-"""The grant matrix: every tool, resource, prompt, completion and subscription refused without its
-grant, the refusal naming it, and the store exactly as before (every table's rows compared).
+"""The grant matrix: every tool, resource, prompt, completion and subscription refused without each
+of its grants, the refusal naming it, and the store exactly as before (every table's rows compared).
 
 Generated from the server's own lists, and from every method it serves: a tool, prompt, template
 argument or method missing from ``rath_mcp.grants``' tables fails here.
@@ -8,7 +8,6 @@ argument or method missing from ``rath_mcp.grants``' tables fails here.
 from __future__ import annotations
 
 import re
-import sqlite3
 import warnings
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from runtime import Runtime
 from runtime.ids import new_id
 from runtime.store.sqlite.backend import sqlite_database
 from tests.mcp.conftest import text_of
-from tests.scope.world import A_PROJECT, A_TENANT, World, import_line_with_parent, populate
+from tests.scope.world import A_PROJECT, A_TENANT, World, dump, import_line_with_parent, populate
 
 pytestmark = pytest.mark.anyio
 
@@ -90,13 +89,6 @@ def filled(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
-def dump(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table of the store (a separate connection: it sees what was committed)."""
-    with sqlite3.connect(db_path) as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        return {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables}  # type: ignore[misc]
-
-
 def lacking(grant: str) -> Principal:
     """A caller in scope A with every grant but ``grant`` (and not admin)."""
     others = frozenset(g for g in GRANTS if g not in (grant, "admin"))
@@ -122,10 +114,11 @@ async def refused_tools(rt: Runtime, world: World, era: str) -> None:
     missing = [t for t in listed if t not in grants.TOOL_GRANTS or t not in VALID]
     assert not missing, f"give {missing} a grant in rath_mcp/grants.py TOOL_GRANTS and a valid call in VALID"
     for tool in listed:
-        grant = grants.TOOL_GRANTS[tool]
-        async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
-            result = await client.call_tool(tool, filled(VALID[tool], values))
-        assert result.is_error and f"'{grant}'" in text_of(result) and tool in text_of(result), (tool, text_of(result))
+        for grant in grants.TOOL_GRANTS[tool]:  # each of its grants is needed
+            async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
+                result = await client.call_tool(tool, filled(VALID[tool], values))
+            text = text_of(result)
+            assert result.is_error and f"'{grant}'" in text and tool in text, (tool, text)
 
 
 async def refused_protocol(rt: Runtime, world: World, era: str) -> None:
@@ -145,18 +138,20 @@ async def refused_protocol(rt: Runtime, world: World, era: str) -> None:
         for argument in re.findall(r"{(\w+)}", template):
             assert argument in grants.COMPLETION_GRANTS, f"give completing {argument} a grant in COMPLETION_GRANTS"
     for uri in uris:
-        grant = grants.resource_grant(uri)
-        assert grant != "admin", f"give {uri} a grant in rath_mcp/grants.py RESOURCE_GRANTS"
-        async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
-            with pytest.raises(MCPError, match=re.escape(f"'{grant}'")):
-                await client.read_resource(uri)
+        needed = grants.resource_grants(uri)
+        assert "admin" not in needed, f"give {uri} a grant in rath_mcp/grants.py RESOURCE_GRANTS"
+        for grant in needed:
+            async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
+                with pytest.raises(MCPError, match=re.escape(f"'{grant}'")):
+                    await client.read_resource(uri)
     for name, arguments in prompts:
-        grant = grants.PROMPT_GRANTS.get(name, "admin")
-        assert grant != "admin", f"give prompt {name} a grant in rath_mcp/grants.py PROMPT_GRANTS"
+        needed = grants.PROMPT_GRANTS.get(name, ("admin",))
+        assert "admin" not in needed, f"give prompt {name} a grant in rath_mcp/grants.py PROMPT_GRANTS"
         args = {a: "echo" if a == "workflow" else world.waiting_run if a == "run_id" else "x" for a in arguments}
-        async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
-            with pytest.raises(MCPError, match=re.escape(f"'{grant}'")):
-                await client.get_prompt(name, args)
+        for grant in needed:
+            async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
+                with pytest.raises(MCPError, match=re.escape(f"'{grant}'")):
+                    await client.get_prompt(name, args)
     for argument, grant in grants.COMPLETION_GRANTS.items():
         ref = ResourceTemplateReference(type="ref/resource", uri="rath://runs/{run_id}")
         async with Client(build_server(rt, local=lacking(grant)), mode=era) as client:
@@ -189,8 +184,8 @@ async def test_each_call_without_its_grant_is_refused_naming_it_and_writes_nothi
             await refused_tools(rt, world, era)
             await refused_protocol(rt, world, era)
             assert dump(db) == before
-            granted = grants.TOOL_GRANTS["session_create"]
-            only = Principal(actor="one", tenant=A_TENANT, project=A_PROJECT, grants=frozenset({granted}))
+            granted = frozenset(grants.TOOL_GRANTS["session_create"])
+            only = Principal(actor="one", tenant=A_TENANT, project=A_PROJECT, grants=granted)
             async with Client(build_server(rt, local=only), mode=era) as client:  # the grant alone is enough
                 assert not (await client.call_tool("session_create", {"message": "ok"})).is_error
             assert dump(db) != before

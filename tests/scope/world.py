@@ -8,7 +8,9 @@ session, an ambiguous effect, memory items (remembered and committed from a sess
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -97,3 +99,10 @@ def import_line_with_parent(parent: str, session_id: str) -> str:
         "length": 0,
     }
     return json.dumps(header)
+
+
+def dump(db_path: Path) -> dict[str, list[str]]:
+    """Every row of every table of the store (a separate connection: it sees what was committed)."""
+    with sqlite3.connect(db_path) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables}
