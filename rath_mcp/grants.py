@@ -40,8 +40,8 @@ SESSION_CONTENT: Final = "session.read"
 
 # Why SESSION_CONTENT appears beside other grants below: a session's text reaches a caller through
 # more than the session tools. A run started on a session answers with what the run made of it (echo
-# returns it verbatim), a memory commit archives it where memory_recall finds it, a fork or merge
-# copies it into a session of the caller's making, a run's events stream its text (step.text), its
+# returns it verbatim), a memory commit archives it where memory_recall finds it, a fork, merge,
+# append or detach copies it into a new snapshot, a run's events stream its text (step.text), its
 # pending questions and effect results are written from it, and an MCP task is a run by another name.
 # So every request that names a session to act on, or whose answer is shaped from a run (summary,
 # result, events, interrupts, effects, task), needs SESSION_CONTENT as well as its own grant: one
