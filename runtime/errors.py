@@ -10,6 +10,7 @@
     ├── RunFailure                 a run or step failed; carries run_id and step
     ├── StoreError                 the store could not do what was asked
     │   ├── StoreUnavailableError  the store could not be reached; nothing was written: try again later
+    │   ├── CommitUnknownError     the store was lost during a commit and could not say whether it happened
     │   └── LeaseLostError         a worker's fencing token is stale: it may not commit
     └── ControlSignal              control flow, not failure; never shown to users as an error
         ├── InterruptRaised        a step parked the run on a human interrupt
@@ -57,6 +58,12 @@ class StoreError(RathError):
 class StoreUnavailableError(StoreError):
     """The store could not be reached (a server down or restarting), and nothing was written: the same
     call may be made again once it is back. (A write that may have been applied is never this error.)"""
+
+
+class CommitUnknownError(StoreError):
+    """The store was lost while a commit was on its way, and could not be asked whether it happened: the
+    write may or may not be there. Never retried blindly: find out from the data (a fencing token, an
+    idempotency key) before doing it again."""
 
 
 class SchemaBehindError(StoreError):

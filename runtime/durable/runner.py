@@ -24,7 +24,7 @@ from runtime.durable.held import CHAINED, CommitLine
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
 from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, dumps
-from runtime.errors import InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
+from runtime.errors import CommitUnknownError, InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
 from runtime.sessions.service import SessionService
@@ -248,6 +248,8 @@ class Runner:
                 out = Outcome("parked")
             except LeaseLostError:
                 out = Outcome("lost")
+            except CommitUnknownError:
+                raise  # not the step's failure: its worker hands the run back
             except RunFailure as exc:
                 out = Outcome("failed", error=str(exc))
             except Exception as exc:

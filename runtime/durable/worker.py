@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from runtime.durable.outage import Outage
+from runtime.durable.outage import Outage, once_reachable
 from runtime.durable.owner import is_gone, this_process
 from runtime.durable.runner import Lease, Runner
 from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec
-from runtime.errors import LeaseLostError, StoreUnavailableError
+from runtime.errors import CommitUnknownError, LeaseLostError, StoreUnavailableError
 from runtime.ids import now
 
 if TYPE_CHECKING:
@@ -191,6 +191,8 @@ class Worker:
             raise
         except LeaseLostError:
             log.info("lease on run %s lost (token %s); its worker stopped", lease.run_id, lease.token)
+        except CommitUnknownError as exc:
+            await self._hand_back(lease, exc)
         except Exception as exc:  # a bug in the runtime: fail the run rather than the whole worker
             log.exception("run %s crashed the runner", lease.run_id)
             await self._crash(claim, lease, exc)
@@ -221,6 +223,15 @@ class Worker:
                 )
             except Exception:
                 log.exception("could not record the crash of run %s", lease.run_id)
+
+    async def _hand_back(self, lease: Lease, exc: CommitUnknownError) -> None:
+        """The run's last write may or may not have happened: rather than guess, give the run back (once the
+        store answers) so that its next claim goes on from what the store holds, at once; fencing decides
+        (the release names our token: a run taken over meanwhile, or ended by that very write, is left be)."""
+        log.warning("run %s handed back: its last write may or may not have happened (%s)", lease.run_id, exc)
+        held = [(lease.run_id, lease.token)]
+        await once_reachable(partial(self.rt.runs.store.release, held), f"worker {self.owner}'s hand-back")
+        self._wake_all()
 
     # -- leases ------------------------------------------------------------------------------
     async def _renew_loop(self) -> None:

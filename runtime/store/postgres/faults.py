@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from runtime.errors import StoreError, StoreUnavailableError
+from runtime.errors import CommitUnknownError, StoreUnavailableError
 
 # SQLSTATE classes that say the connection (not the statement) failed: 08 connection exception,
 # 57 operator intervention (admin/crash shutdown, cannot connect now), 53300 too many connections.
@@ -23,7 +23,7 @@ _LOST_CLASSES = ("08", "57")
 _LOST_STATES = ("53300",)
 
 
-class AmbiguousCommitError(StoreError):
+class AmbiguousCommitError(CommitUnknownError):
     """The connection was lost while COMMIT was in flight and the outcome could not be learned.
 
     The transaction may or may not have committed: retrying it blindly could apply it twice, so the

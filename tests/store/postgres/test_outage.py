@@ -1,6 +1,11 @@
 """A worker cut off from PostgreSQL while it holds a run (through tests/store/postgres/proxy.py, on the
 machine's server): fencing decides what it may do once it is back.
 
+A step's commit whose answer was lost with the server, the server not answering the question of
+its outcome in time: the worker cannot know whether it happened, so it hands the run back once the
+server answers (its release fenced by its token), and the run's next claim goes on from what the
+store holds; the commit is not made a second time.
+
 The worker's step ends while it cannot reach the server; meanwhile its lease runs out and another
 worker, which can, takes the run over and finishes it (the first step's effect replayed from the
 ledger, not done again). When the first worker reaches the server again, its waiting commit is
@@ -20,6 +25,7 @@ import pytest
 from runtime import Runtime
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
+from runtime.store.postgres.backend import PostgresBackend
 from tests.store.postgres.outage_flow import Paying, hearing
 from tests.store.postgres.proxy import Proxy
 
@@ -80,3 +86,37 @@ async def test_a_run_taken_over_while_its_worker_was_cut_off_stops_on_that_worke
     assert other.applied == [(run.id, "shipped")]  # its replay of "pay" came from the ledger
     assert sorted((e.key, e.status) for e in ledger) == [("pay", "succeeded"), ("ship", "succeeded")]
     assert events.count("step.completed") == 2 and events.count("effect.succeeded") == 2
+
+
+async def test_a_commit_whose_answer_was_lost_with_the_server_is_not_made_twice_and_the_run_goes_on(
+    proxy: Proxy, migrated: str, tmp_path: Path
+) -> None:
+    flow = Paying()
+    async with Runtime.open(tmp_path, store=_via(proxy, migrated), workers=1, lease_s=120) as rt:
+        assert isinstance(rt.store, PostgresBackend)
+        rt.store.db.resolve_window = 0.2  # the server stays away longer than the commit's outcome is asked for
+        rt.workflows.register(flow)
+        run = await rt.runs.start("paying")
+        unknown = f"run {run.id} handed back"
+        with hearing(unknown, "crashed the runner") as heard:
+            with anyio.fail_after(30):
+                await flow.holding.wait()
+            # The step's commit reaches the server and is committed; its answer is lost, and the server
+            # cannot be reached to ask: the worker cannot know whether the step's commit happened.
+            proxy.mode, proxy.refuse_after_cut = "cut_after_commit", True
+            flow.release.set()
+            with anyio.fail_after(30):
+                await heard.any.wait()
+            assert heard[unknown].is_set() and proxy.cuts == 1
+            await proxy.accept()
+            # Well inside the 120 s lease: the run was handed back, not left to its lease running out.
+            with anyio.fail_after(20):
+                await flow.second.wait()
+                done = await rt.runs.wait(run.id, 20)
+        assert not heard["crashed the runner"].is_set()
+        assert done.status == "succeeded", done.error
+        events = [(e.type, e.data.get("step")) for e in await rt.runs.events(run.id, 0, 1000)]
+        assert events.count(("step.completed", "pay")) == 1  # committed once, not again after the hand-back
+        ledger = await rt.runs.effects(None, run.id)
+        assert sorted((e.key, e.status) for e in ledger) == [("pay", "succeeded"), ("ship", "succeeded")]
+    assert flow.applied == [(run.id, "paid"), (run.id, "shipped")]
