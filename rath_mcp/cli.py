@@ -25,7 +25,8 @@ import anyio.to_thread
 from rath_mcp import shell
 from rath_mcp.auth import commands as access_commands
 from rath_mcp.auth.flags import AUTH_MODES, auth_problem
-from rath_mcp.shell import existing_store, note, whole
+from rath_mcp.cli_usage import parse_command_line
+from rath_mcp.shell import existing_store, note, store_name, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
@@ -199,7 +200,7 @@ def loaded() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, argv)
     if args.command == "serve" and (problem := _auth_problem(args)):
         parser.error(problem)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -385,7 +386,8 @@ async def _worker(args: argparse.Namespace) -> int:
         home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy
     ) as rt:
         shell.load_workflows(rt, args.workflows)
-        note(f"worker on {home} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
+        store = store_name(resolve_store(args.store, home))
+        note(f"worker on the store {store} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         await shell.wait_for_stop_signal()
     note("worker stopped")

@@ -85,8 +85,14 @@ def existing_store(home: Path, store: str | None = None) -> StoreURL:
             f"that holds your data, or create this one with `rath-mcp migrate --home {home}{again}` "
             "(a server creates it too)"
         )
-    note(f"reading the store {path or url} (home {home})")
+    # The home says where a SQLite store's file lives; a database server's store has nothing to do with it.
+    note(f"reading the store {store_name(url)}" + (f" (home {home})" if path is not None else ""))
     return url
+
+
+def store_name(url: StoreURL) -> str:
+    """How a message names a store: its file (SQLite), else its URL with any password redacted."""
+    return str(url.path) if url.path is not None else str(url)
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rath_mcp import apps, sdk, stdio_pipes
+from rath_mcp.apps.web import UI_PATH
 from rath_mcp.shell import note
 from rath_mcp.wire import AnsweringReadStream, ParseGuard
 
@@ -149,3 +150,4 @@ async def _serve_asgi(app: ASGIApp, host: str, port: int, label: str, path: str)
                 bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         note(f"serving MCP over {label} on http://{shown}:{bound}{path}")
+        note(f"the run viewer, in a browser: http://{shown}:{bound}{UI_PATH}")

@@ -134,6 +134,8 @@ class Runtime:
         self.providers = ProviderRegistry(home)
         self.lease_s = 30.0
         self.poll_s = POLL_S
+        #: Runs this process drives at once; 0: none (worker processes on the same store do).
+        self.worker_slots = 0
         #: Durable workers of this process, whatever scope their runs are in (woken on local starts).
         self.workers: list[Worker] = []
         #: Local waiters on runs, by run id (ids are unique across scopes): one table for every scope.
@@ -275,6 +277,7 @@ class Runtime:
                     sandbox_policy=sandbox_policy,
                 )
                 rt.lease_s, rt.poll_s = lease_s, poll_s  # shared by every scope's RunService
+                rt.worker_slots = workers
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if workers:
                     tg.start_soon(partial(run_worker, rt, slots=workers))

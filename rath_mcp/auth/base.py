@@ -11,8 +11,9 @@ if TYPE_CHECKING:  # made by ``remote_for`` for --auth token only
     from runtime.access.tokens import TokenService
 
 #: What a 401 says for each way a rath token fails (the same words for unknown and wrong: ids stay secret).
+#: ASCII only: the words go into the ``WWW-Authenticate`` header too, and header values are ASCII.
 _TOKEN_WORDS = {
-    "malformed": "the bearer token is not a rath-mcp token (rath.tok_….…); create one with `rath-mcp token create`",
+    "malformed": "the bearer token is not a rath-mcp token (rath.tok_ID.SECRET); make one with `rath-mcp token create`",
     "unknown": "the bearer token is not valid",
     "wrong_secret": "the bearer token is not valid",
     "expired": "the bearer token has expired; create a new one with `rath-mcp token create`",

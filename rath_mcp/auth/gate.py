@@ -181,9 +181,13 @@ class AuthGate:
         await send({"type": "http.response.body", "body": data})
 
 
+#: Typographic characters a message may hold, as the ASCII a header can carry (anything else: ``?``).
+_ASCII_FOR = str.maketrans({"…": "...", "—": "-", "–": "-", "‘": "'", "’": "'", "“": "'", "”": "'", '"': "'"})
+
+
 def _quoted(text: str) -> str:
     """Text safe inside a quoted-string of a header: no quotes, backslashes or non-ASCII."""
-    return text.replace("\\", "").replace('"', "'").encode("ascii", "replace").decode()
+    return text.replace("\\", "").translate(_ASCII_FOR).encode("ascii", "replace").decode()
 
 
 def _is_viewer_page(path: str) -> bool:

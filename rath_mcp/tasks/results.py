@@ -22,7 +22,7 @@ async def structured_result(rt: Runtime, run: Run, origin: TaskOrigin) -> dict[s
     if origin.tool == "delegate":
         delegation = await Delegation.of(rt, run)
         return delegation.model_dump(mode="json")
-    return RunSummary.of(run).model_dump(mode="json")
+    return RunSummary.of(run, rt).model_dump(mode="json")
 
 
 async def call_tool_result(rt: Runtime, run: Run, origin: TaskOrigin) -> dict[str, Any]:

@@ -63,4 +63,4 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         forked_id = waiter.resumed_run_id(ctx)
         if forked_id is None:
             forked_id = (await rt.runs.fork(run_id, checkpoint_seq, state_patch)).id
-        return summary_of(await waiter.wait(ctx, forked_id, cap(wait_s)))
+        return summary_of(await waiter.wait(ctx, forked_id, cap(wait_s)), rt)

@@ -52,11 +52,12 @@ class RunSummary(WireModel):
     hint: str | None = Field(default=None, description="what to do next, in words")
 
     @classmethod
-    def of(cls, run: Run) -> RunSummary:
-        return cls(**run.summary(), hint=hint_for(run))
+    def of(cls, run: Run, rt: Runtime) -> RunSummary:
+        return cls(**run.summary(), hint=hint_for(run, rt))
 
 
-def hint_for(run: Run) -> str | None:
+def hint_for(run: Run, rt: Runtime) -> str | None:
+    """What to do next about ``run``, as seen from this server (``rt``): None once it is finished."""
     if run.status in TERMINAL:
         return None
     if run.status == "waiting" and run.pending_interrupts:
@@ -64,7 +65,13 @@ def hint_for(run: Run) -> str | None:
         return f"waiting on a human: decide {first.id} with interrupt_resolve (action approve/reject/edit/respond)"
     if run.status == "needs_review":
         return "an effect's outcome is unknown: inspect effect_list and settle it with effect_resolve"
-    return f"still {run.status}: call run_wait with run_id={run.id} to keep waiting"
+    wait = f"call run_wait with run_id={run.id}"
+    if run.status != "running" and rt.worker_slots == 0:  # nothing here will ever pick it up
+        return (
+            f"still {run.status}, and this server drives no runs (it was started with --workers 0): "
+            f"a `rath-mcp worker` on the same store runs it; {wait} to wait for that"
+        )
+    return f"still {run.status}: {wait} to keep waiting"
 
 
 class WorkflowList(WireModel):
@@ -115,7 +122,7 @@ class Delegation(WireModel):
             status=run.status,
             error=run.error,
             pending_interrupts=[i.public() for i in run.pending_interrupts],
-            hint=hint_for(run),
+            hint=hint_for(run, rt),
         )
 
 
@@ -168,13 +175,13 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
                 deadline_s=deadline_s,
             )
             run_id = started.id
-        return summary_of(await waiter.wait(ctx, run_id, cap(wait_s)))
+        return summary_of(await waiter.wait(ctx, run_id, cap(wait_s)), rt)
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
     async def run_get(run_id: RunId) -> RunSummary:
         """A run's summary, with its pending interrupts."""
-        return RunSummary.of(await rt.runs.get(run_id))
+        return RunSummary.of(await rt.runs.get(run_id), rt)
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
@@ -182,13 +189,13 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         run_id: RunId, ctx: Context, timeout_s: Annotated[float, Field(ge=0)] = 25
     ) -> RunSummary | InputRequiredResult:
         """Wait (at most timeout_s, capped at 50) until the run is finished, waiting on a human, or still going."""
-        return summary_of(await waiter.wait(ctx, run_id, cap(timeout_s)))
+        return summary_of(await waiter.wait(ctx, run_id, cap(timeout_s)), rt)
 
     @server.tool(annotations=WRITES)
     @translate_tool
     async def run_cancel(run_id: RunId, reason: str | None = None) -> RunSummary:
         """Cancel a run (a running step is stopped). Cancelling a finished run changes nothing."""
-        return RunSummary.of(await rt.runs.cancel(run_id, reason))
+        return RunSummary.of(await rt.runs.cancel(run_id, reason), rt)
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
@@ -200,7 +207,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     ) -> RunList:
         """Runs, newest first, optionally of one status or workflow."""
         runs, next_cursor = await rt.runs.list(status=status, workflow=workflow, cursor=cursor, limit=limit)
-        return RunList(runs=[RunSummary.of(r) for r in runs], next_cursor=next_cursor)
+        return RunList(runs=[RunSummary.of(r, rt) for r in runs], next_cursor=next_cursor)
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
@@ -231,7 +238,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     ) -> RunSummary:
         """Decide a pending interrupt; its run is queued to resume."""
         return RunSummary.of(
-            await rt.runs.resolve_interrupt(interrupt_id, action, value, reason, actor=actor_of(ctx, "mcp-client"))
+            await rt.runs.resolve_interrupt(interrupt_id, action, value, reason, actor=actor_of(ctx, "mcp-client")), rt
         )
 
     @server.tool(annotations=READ_ONLY)
@@ -250,7 +257,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         result: Annotated[JsonValue, Field(description="what the effect returned, when applied")] = None,
     ) -> RunSummary:
         """Settle an ambiguous effect: applied (with its result) or not_applied (it will run again)."""
-        return RunSummary.of(await rt.runs.resolve_effect(effect_id, outcome, result))
+        return RunSummary.of(await rt.runs.resolve_effect(effect_id, outcome, result), rt)
 
     @server.tool(annotations=WRITES)
     @translate_tool
@@ -273,6 +280,6 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         return await Delegation.of(rt, outcome)
 
 
-def summary_of(outcome: Run | InputRequiredResult) -> RunSummary | InputRequiredResult:
+def summary_of(outcome: Run | InputRequiredResult, rt: Runtime) -> RunSummary | InputRequiredResult:
     """A waited-on run as its summary (or the question the client is asked first)."""
-    return outcome if isinstance(outcome, InputRequiredResult) else RunSummary.of(outcome)
+    return outcome if isinstance(outcome, InputRequiredResult) else RunSummary.of(outcome, rt)

@@ -20,17 +20,23 @@ from types import ModuleType
 from typing import Any
 
 from runtime.errors import InvalidInputError
+from runtime.extras import require_extra
 from runtime.store.url import BACKENDS, DB_FILE, FORMS, StoreURL, default_url, parse_store_url, redact, resolve_store
+
+#: scheme -> (its driver's module, the extra that installs it), for the backends an extra brings.
+DRIVERS: dict[str, tuple[str, str]] = {"postgresql": ("asyncpg", "postgres")}
 
 
 def backend_module(url: StoreURL) -> ModuleType:
-    """The module implementing ``url``'s backend; a clear error for one not in this build."""
+    """The module implementing ``url``'s backend; a clear error for one not in this build or not installed."""
     name = BACKENDS.get(url.scheme)
     if name is None:
         raise InvalidInputError(
             f"the {url.scheme} store ({url}) is not available yet in this build; "
             f"use sqlite:///ABSOLUTE/PATH.db, or leave --store out for {DB_FILE} under the home"
         )
+    if url.scheme in DRIVERS:
+        require_extra(*DRIVERS[url.scheme])  # a missing extra is named before the backend imports its driver
     return importlib.import_module(name)
 
 
@@ -52,6 +58,7 @@ async def apply_migrations(url: StoreURL) -> list[str]:
 __all__ = [
     "BACKENDS",
     "DB_FILE",
+    "DRIVERS",
     "FORMS",
     "StoreURL",
     "apply_migrations",
