@@ -37,6 +37,7 @@ from runtime.sandbox.local import resolve_isolation
 from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
+from runtime.sandbox.workspaces import make_home
 from runtime.sessions.service import SessionService
 from runtime.store import DB_FILE, StoreURL, open_backend, resolve_store
 from runtime.workflows import builtin_workflows
@@ -259,6 +260,8 @@ class Runtime:
         url = resolve_store(store, root)  # checked before anything is opened: a plain error
         if not create and url.path is not None and not url.path.is_file():
             raise StoreError(f"there is no store at {url.path}")
+        if create:  # 0700 (CONTRACT §11), made before the store would make it with the umask's mode
+            await anyio.to_thread.run_sync(make_home, root)
         if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
             sandbox_policy = load_policy(root)
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap

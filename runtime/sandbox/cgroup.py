@@ -1,25 +1,39 @@
-"""A ``pids`` cgroup per command, where the kernel lets us make one (a root server, usually).
+"""A cgroup per command, where the kernel lets us make one (a root server, usually): pids and memory.
 
-Why: RLIMIT_NPROC is not checked for processes whose host uid is 0 (the kernel exempts root's own
-user), and a root server's bubblewrap maps the sandbox's uid onto host uid 0. So for a root server
-the process limit is a cgroup's ``pids.max`` instead, which also lets the host kill every process of
-a command, however it detached. cgroup v1 (a ``pids`` hierarchy) and v2 (a cgroup whose
-``cgroup.subtree_control`` has ``pids``) both work; when neither is writable, ``find_pids_root``
-returns None and the caller falls back to RLIMIT_NPROC (effective for a non-root server).
+Why: the kernel's per-process limits do not bound a command. RLIMIT_NPROC is not checked for host
+uid 0 (``--isolation none`` as root), and RLIMIT_AS bounds each process alone: four processes of
+1.5 GiB fit under a 2 GiB RLIMIT_AS. So where a cgroup can be had, each command gets its own, with
 
-A command enters its cgroup before it starts: it is launched as ``sh -c 'echo $$ > cgroup.procs;
-exec "$@"'``, so no child can be forked outside it.
+- ``pids.max`` = the procs limit (RLIMIT_NPROC is then left unset);
+- a memory limit = the memory limit, for all of the command's processes together (v2
+  ``memory.max`` with no swap and ``memory.oom.group``: the OOM killer ends the whole command; v1
+  ``memory.limit_in_bytes``, also for swap where ``memsw`` exists: it ends the process it picks).
+
+RLIMIT_AS stays set per process as well: it turns one oversized allocation into a clean
+``MemoryError``/``ENOMEM`` instead of an OOM kill. The cgroup also lets the host kill every process
+of a command, however it detached.
+
+cgroup v1 (a ``pids`` and a ``memory`` hierarchy, each optional) and v2 (a cgroup whose
+``cgroup.subtree_control`` has ``pids`` and/or ``memory``) both work; ``find_roots`` returns the
+directories under which we may make child cgroups, or None when none is writable (then the
+per-process rlimits are all there is, and ``capabilities.unenforced`` says so).
+
+A command enters its cgroup(s) before it starts: it is launched as ``sh -c 'echo $$ > .../cgroup.procs
+&& exec "$@"'``, so no child can be forked outside them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 PREFIX = "rath-"
+CONTROLLERS = ("pids", "memory")
 
 
 def _mounts() -> list[tuple[str, str, str]]:
@@ -47,18 +61,18 @@ def _own_paths() -> dict[str, str]:
     return paths
 
 
-def _candidates() -> list[Path]:
+def _candidates(controller: str) -> list[Path]:
     own = _own_paths()
     out = []
     for mount, kind, options in _mounts():
-        if kind == "cgroup" and "pids" in options.split(","):
-            path = next((p for c, p in own.items() if "pids" in c.split(",")), None)
+        if kind == "cgroup" and controller in options.split(","):
+            path = next((p for c, p in own.items() if controller in c.split(",")), None)
             if path is not None:
                 out.append(Path(mount + path.rstrip("/")))
         elif kind == "cgroup2" and "" in own:
             base = Path(mount + own[""].rstrip("/"))
             with contextlib.suppress(OSError):
-                if "pids" in (base / "cgroup.subtree_control").read_text().split():
+                if controller in (base / "cgroup.subtree_control").read_text().split():
                     out.append(base)
     return out
 
@@ -72,9 +86,8 @@ def _sweep(base: Path) -> None:
                 stale.rmdir()  # fails, harmlessly, if something still runs inside
 
 
-def find_pids_root() -> Path | None:
-    """A cgroup directory under which we may make child cgroups with ``pids.max``, or None."""
-    for base in _candidates():
+def _find_root(controller: str, probe_file: str) -> Path | None:
+    for base in _candidates(controller):
         _sweep(base)
         probe = base / f"{PREFIX}probe-{os.getpid()}-{os.urandom(3).hex()}"
         try:
@@ -82,7 +95,7 @@ def find_pids_root() -> Path | None:
         except OSError:
             continue
         try:
-            if (probe / "pids.max").exists() and os.access(probe / "cgroup.procs", os.W_OK):
+            if (probe / probe_file).exists() and os.access(probe / "cgroup.procs", os.W_OK):
                 return base
         finally:
             with contextlib.suppress(OSError):
@@ -90,50 +103,117 @@ def find_pids_root() -> Path | None:
     return None
 
 
-class PidsCgroup:
-    """One command's cgroup: made with a limit, entered by the command, then emptied and removed."""
+@dataclass(frozen=True)
+class CgroupRoots:
+    """Where a command's cgroups are made, per controller (one directory for both under v2)."""
 
-    def __init__(self, root: Path, limit: int) -> None:
-        self.path = root / f"{PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
-        self.path.mkdir()
-        (self.path / "pids.max").write_text(str(limit))
+    pids: Path | None
+    memory: Path | None
 
-    @property
-    def procs_file(self) -> str:
-        return str(self.path / "cgroup.procs")
+    def missing(self) -> tuple[str, ...]:
+        """The limits no cgroup holds here (the names of ``ToolLimits.describe()``-style limits)."""
+        return tuple(name for name, root in (("procs", self.pids), ("memory", self.memory)) if root is None)
 
-    def enter_argv(self, argv: list[str]) -> list[str]:
-        """``argv`` started inside this cgroup (the shell joins it, then becomes ``argv``)."""
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self.procs_file, *argv]
 
-    def hit_limit(self) -> bool:
-        """Whether a fork was refused because of ``pids.max``."""
-        with contextlib.suppress(OSError, ValueError):
-            for line in (self.path / "pids.events").read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "max":
-                    return int(value) > 0
+def find_roots() -> CgroupRoots | None:
+    """The writable cgroup directories for each controller, or None when there is neither."""
+    pids = _find_root("pids", "pids.max")
+    memory = _find_root("memory", "memory.max") or _find_root("memory", "memory.limit_in_bytes")
+    return None if pids is None and memory is None else CgroupRoots(pids, memory)
+
+
+def _write(path: Path, value: str) -> bool:
+    try:
+        path.write_text(value)
+        return True
+    except OSError:
         return False
 
+
+class CommandCgroup:
+    """One command's cgroup(s): made with its limits, entered by the command, then emptied and removed."""
+
+    def __init__(self, roots: CgroupRoots, procs: int, memory_bytes: int) -> None:
+        name = f"{PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+        self.paths: list[Path] = []
+        self.pids: Path | None = None
+        self.memory: Path | None = None
+        try:
+            for root in dict.fromkeys(r for r in (roots.pids, roots.memory) if r is not None):
+                path = root / name
+                path.mkdir()
+                self.paths.append(path)
+                if root == roots.pids:
+                    self.pids = path
+                    (path / "pids.max").write_text(str(procs))
+                if root == roots.memory:
+                    self.memory = path
+                    self._limit_memory(path, memory_bytes)
+        except BaseException:
+            self.destroy()
+            raise
+
+    @staticmethod
+    def _limit_memory(path: Path, limit: int) -> None:
+        if (path / "memory.max").exists():  # v2
+            (path / "memory.max").write_text(str(limit))
+            _write(path / "memory.swap.max", "0")  # absent without swap accounting: nothing to bypass with
+            _write(path / "memory.oom.group", "1")  # an OOM kill ends the whole command, not one process
+        else:  # v1: memsw (memory + swap) must be set after, and at least, the memory limit
+            (path / "memory.limit_in_bytes").write_text(str(limit))
+            _write(path / "memory.memsw.limit_in_bytes", str(limit))
+
+    def enter_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside these cgroups (the shell joins them, then becomes ``argv``)."""
+        joins = " && ".join(f"echo $$ > {shlex.quote(str(p / 'cgroup.procs'))}" for p in self.paths)
+        return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *argv]
+
+    def _counter(self, path: Path | None, file: str, key: str) -> int:
+        if path is None:
+            return 0
+        with contextlib.suppress(OSError, ValueError):
+            for line in (path / file).read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+        return 0
+
+    def hit_limit(self) -> str | None:
+        """``"procs"`` if a fork was refused by ``pids.max``, ``"memory"`` if the OOM killer ran, else None."""
+        if self._counter(self.pids, "pids.events", "max") > 0:
+            return "procs"
+        oom_file = "memory.events" if self.memory is not None and (self.memory / "memory.events").exists() else None
+        if self._counter(self.memory, oom_file or "memory.oom_control", "oom_kill") > 0:
+            return "memory"
+        return None
+
     def _pids(self) -> list[int]:
-        with contextlib.suppress(OSError):
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        return []
+        found: set[int] = set()
+        for path in self.paths:
+            with contextlib.suppress(OSError, ValueError):
+                found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        return sorted(found)
 
     def destroy(self) -> None:
-        """Kill whatever is still inside (detached children too), then remove the cgroup (blocking)."""
-        kill_file = self.path / "cgroup.kill"  # v2: one write kills the whole cgroup
-        with contextlib.suppress(OSError):
+        """Kill whatever is still inside (detached children too), then remove the cgroups (blocking)."""
+        for path in self.paths:
+            kill_file = path / "cgroup.kill"  # v2: one write kills the whole cgroup
             if kill_file.exists():
-                kill_file.write_text("1")
+                _write(kill_file, "1")
+        left = list(self.paths)
         for attempt in range(200):
-            pids = self._pids()
-            for pid in pids:
+            for pid in self._pids():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            try:
-                self.path.rmdir()
+            for path in list(left):
+                try:
+                    path.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    continue  # still busy
+                left.remove(path)
+            if not left:
                 return
-            except OSError:
-                # Killed processes leave the cgroup once the kernel has torn them down: a short wait.
-                time.sleep(0.005 * min(attempt + 1, 20))
+            # Killed processes leave the cgroup once the kernel has torn them down: a short wait.
+            time.sleep(0.005 * min(attempt + 1, 20))

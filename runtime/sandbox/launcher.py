@@ -3,6 +3,10 @@
 It stands between the sandbox and the command, inside bubblewrap when there is one, and does what
 only a process on that side can do:
 
+- for a root server, first gives up root for good: empties the capability bounding set, drops the
+  supplementary groups, switches uid and gid to the dedicated unprivileged one it is given, and
+  clears the inheritable and ambient sets (bubblewrap left it CAP_SETUID/CAP_SETGID/CAP_SETPCAP for
+  exactly this; the uid switch clears the rest), refusing to run the command if any step fails;
 - sets the resource limits (RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU, no core dumps) *inside*
   the sandbox's user namespace, where RLIMIT_NPROC counts only this command's processes (without
   one, it counts all of the user's, so the limit is then set that many above what already runs);
@@ -33,6 +37,31 @@ import threading
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def drop_root(uid: int) -> None:
+    """Become ``uid``/``uid`` with no groups and no capability in any set, or exit 126 trying."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        for cap in range(64):  # EINVAL past the kernel's last capability: nothing to drop there
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from uid 0 to another: the permitted and effective sets empty
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+        data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, twice: all empty
+        if libc.capset(header, data) != 0:
+            raise OSError(ctypes.get_errno(), "capset")
+        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid) or os.getgroups():
+            raise OSError(0, "the uid switch did not hold")
+    except OSError as exc:
+        sys.stderr.write(f"rath sandbox: cannot give up root ({exc}); the command was not run\n")
+        sys.stdout.flush()
+        os._exit(126)
 
 
 def set_limits(limits: dict[str, int]) -> None:
@@ -154,6 +183,10 @@ def bridge(listener: socket.socket, unix_path: str) -> None:
 def main() -> None:
     config = json.loads(sys.argv[1])
     argv = sys.argv[2:]
+    if config.get("drop_to") is not None:
+        drop_root(int(config["drop_to"]))
+    if config.get("cwd"):
+        os.chdir(config["cwd"])
     status_fd = config.get("status_fd")
     listener = None
     net = config.get("bridge")

@@ -9,9 +9,11 @@ Confinement, in layers:
   output (``process``), and the resource limits of the policy, set by the launcher (``launcher``);
 - with bubblewrap (``--isolation bwrap``, or ``auto`` where it is installed) commands also run
   unprivileged in fresh namespaces (``confine``), reaching the network only through the allow-list
-  proxy (``netproxy``). Without it, ``auto`` refuses commands (``IsolationUnavailableError``) and
-  ``none`` runs them as plain subprocesses, still limited, in their own session, and killed with
-  every descendant. ``Capabilities.isolation`` says which one you got.
+  proxy (``netproxy``). For a root server they run as the dedicated ``HOST_TOOL_UID``, which owns
+  the workspaces (0700); the file tools give it what they create (see confine.py for why).
+  Without bubblewrap, ``auto`` refuses commands (``IsolationUnavailableError``) and ``none`` runs
+  them as plain subprocesses, still limited, in their own session, and killed with every
+  descendant. ``Capabilities.isolation`` says which one you got.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ from runtime.sandbox.base import (
     check_workspace_name,
     command_argv,
 )
-from runtime.sandbox.cgroup import PidsCgroup, find_pids_root
+from runtime.sandbox.cgroup import CgroupRoots, CommandCgroup, find_roots
 from runtime.sandbox.confine import (
+    HOST_TOOL_UID,
     bwrap_argv,
     detect_limit,
     launcher_argv,
@@ -56,7 +59,7 @@ from runtime.sandbox.confine import (
 from runtime.sandbox.localfs import LocalFiles
 from runtime.sandbox.policy import SandboxPolicy
 from runtime.sandbox.process import run_process
-from runtime.sandbox.workspaces import copy_tree, remove_tree
+from runtime.sandbox.workspaces import copy_tree, hand_over, remove_tree
 
 _LANG = "C.UTF-8"
 
@@ -94,18 +97,28 @@ class LocalSandbox:
         policy: SandboxPolicy,
         max_output_bytes: int,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        pids_root: Path | None = None,
+        cgroups: CgroupRoots | None = None,
+        tool_uid: int | None = None,
     ) -> None:
         self.workspace = workspace
         self.root = root.resolve()
         self.policy = policy
         self.mode = mode  # "bubblewrap", "none" or "unavailable"
         self._files = LocalFiles(
-            self.root, workspace, max_file_bytes=max_file_bytes, max_workspace_bytes=policy.limits.workspace_bytes
+            self.root,
+            workspace,
+            max_file_bytes=max_file_bytes,
+            max_workspace_bytes=policy.limits.workspace_bytes,
+            owner=tool_uid,
         )
         self._max_output = max_output_bytes
         self._max_file = max_file_bytes
-        self._pids_root = pids_root
+        self._cgroups = cgroups
+        self._tool_uid = tool_uid  # the host uid commands run as, when it is not the server's (root)
+        missing = ("procs", "memory") if cgroups is None else cgroups.missing()
+        # RLIMIT_NPROC does not hold for host uid 0 (only a root server's unisolated commands have
+        # it); without a memory cgroup, each process is held to the memory limit, not the command.
+        unenforced = tuple(name for name in missing if name == "memory" or (os.geteuid() == 0 and tool_uid is None))
         languages = ["python", "sh"] + (["bash"] if shutil.which("bash") else [])
         self.capabilities = Capabilities(
             backend="local",
@@ -115,8 +128,7 @@ class LocalSandbox:
             languages=tuple(languages),
             limits=policy.limits.describe(),
             allow_net=tuple(str(t) for t in policy.allow_net) if mode == "bubblewrap" else (),
-            # RLIMIT_NPROC does not hold for host uid 0: without a pids cgroup a root server cannot count.
-            unenforced=("procs",) if pids_root is None and os.geteuid() == 0 else (),
+            unenforced=unenforced,
         )
 
     def with_policy(self, policy: SandboxPolicy) -> LocalSandbox:
@@ -130,7 +142,8 @@ class LocalSandbox:
             policy=policy,
             max_output_bytes=self._max_output,
             max_file_bytes=self._max_file,
-            pids_root=self._pids_root,
+            cgroups=self._cgroups,
+            tool_uid=self._tool_uid,
         )
 
     async def read_file(self, path: str) -> bytes:
@@ -168,7 +181,7 @@ class LocalSandbox:
         async with AsyncExitStack() as stack:
             proxy_socket = await self._network(stack, full_env)
             limits = self.policy.limits
-            pids = await self._cgroup(stack)
+            group = await self._cgroup(stack)
             status_r, status_w = os.pipe()
             stack.callback(os.close, status_r)
             full = launcher_argv(
@@ -176,17 +189,29 @@ class LocalSandbox:
                 limits,
                 status_w,
                 bridge=proxy_socket is not None,
-                own_userns=self.mode == "bubblewrap",
-                pids_cgroup=pids is not None,
+                own_userns=self.mode == "bubblewrap" and self._tool_uid is None,
+                pids_cgroup=group is not None and group.pids is not None,
+                drop_to=self._tool_uid,
+                cwd=workdir if self._tool_uid is not None else None,
             )
             full += argv
             passed = [status_w]
             if self.mode == "bubblewrap":
                 seccomp_fd = seccomp_pipe()
                 passed += [] if seccomp_fd is None else [seccomp_fd]
-                full = bwrap_argv(self.root, workdir, limits, proxy_socket=proxy_socket, seccomp_fd=seccomp_fd) + full
-            if pids is not None:
-                full = pids.enter_argv(full)
+                full = (
+                    bwrap_argv(
+                        self.root,
+                        workdir,
+                        limits,
+                        proxy_socket=proxy_socket,
+                        seccomp_fd=seccomp_fd,
+                        as_root=self._tool_uid is not None,
+                    )
+                    + full
+                )
+            if group is not None:
+                full = group.enter_argv(full)
             try:
                 result = await run_process(
                     full,
@@ -202,8 +227,8 @@ class LocalSandbox:
                 return CommandResult(127, "", f"cannot run {argv[0]!r}: {exc.strerror}\n", False, False, 0.0)
             status = read_status(status_r)
             limit = None if result.timed_out else detect_limit(status, result.exit_code, result.stderr, limits)
-            if pids is not None and pids.hit_limit():
-                limit = "procs"
+            hit = None if group is None else group.hit_limit()
+            limit = hit or limit  # a cgroup's counters are sure; the status and messages only hint
         if limit is None and await anyio.to_thread.run_sync(self._files.over_cap):
             limit = "workspace"
         if limit is None:
@@ -220,20 +245,22 @@ class LocalSandbox:
         stack.callback(shutil.rmtree, directory, True)
         path = os.path.join(directory, "proxy.sock")
         await stack.enter_async_context(filtering_proxy(path, self.policy.allows, label=f"workspace {self.workspace}"))
+        if self._tool_uid is not None:  # the launcher connects to it after giving up root
+            os.chown(path, self._tool_uid, self._tool_uid)
         env.update(proxy_env())
         return path
 
-    async def _cgroup(self, stack: AsyncExitStack) -> PidsCgroup | None:
-        if self._pids_root is None:
+    async def _cgroup(self, stack: AsyncExitStack) -> CommandCgroup | None:
+        if self._cgroups is None:
             return None
-        root, limit = self._pids_root, self.policy.limits.procs
+        roots, limits = self._cgroups, self.policy.limits
 
-        async def remove(group: PidsCgroup) -> None:
+        async def remove(group: CommandCgroup) -> None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(group.destroy)
 
         with anyio.CancelScope(shield=True):  # made and registered for removal as one step, even if cancelled
-            group = await anyio.to_thread.run_sync(PidsCgroup, root, limit)
+            group = await anyio.to_thread.run_sync(CommandCgroup, roots, limits.procs, limits.memory_bytes)
             stack.push_async_callback(remove, group)
         return group
 
@@ -286,8 +313,10 @@ class LocalBackend:
         self.use_bwrap = self.mode == "bubblewrap"
         self.max_output_bytes = max_output_bytes
         self.max_file_bytes = max_file_bytes
-        # RLIMIT_NPROC does not hold for host uid 0, so a root server limits processes by cgroup.
-        self.pids_root = find_pids_root() if os.geteuid() == 0 and self.mode != "unavailable" else None
+        # Processes and memory are limited per command by cgroup where one can be made (cgroup.py).
+        self.cgroups = find_roots() if self.mode != "unavailable" else None
+        # A root server's commands run as a dedicated unprivileged uid, which owns the workspaces.
+        self.tool_uid = HOST_TOOL_UID if os.geteuid() == 0 and self.mode == "bubblewrap" else None
 
     def path_of(self, workspace: str) -> Path:
         return self.root / check_workspace_name(workspace)
@@ -296,7 +325,7 @@ class LocalBackend:
         path = self.path_of(workspace)
         if path.is_symlink():  # a workspace replaced by a link would move the sandbox's root anywhere
             raise PathEscapeError(f"workspace {workspace!r} is a symlink on disk; refusing to open it")
-        await anyio.to_thread.run_sync(lambda: path.mkdir(parents=True, exist_ok=True))
+        await anyio.to_thread.run_sync(self._make, path)
         return LocalSandbox(
             workspace,
             path,
@@ -304,8 +333,15 @@ class LocalBackend:
             policy=self.policy,
             max_output_bytes=self.max_output_bytes,
             max_file_bytes=self.max_file_bytes,
-            pids_root=self.pids_root,
+            cgroups=self.cgroups,
+            tool_uid=self.tool_uid,
         )
+
+    def _make(self, path: Path) -> None:
+        """The workspace directory, 0700 (as is the directory of workspaces), owned by the tool uid if any."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, exist_ok=True)
+        hand_over(path, self.tool_uid)
 
     async def clone(self, src_workspace: str, dst_workspace: str) -> None:
         src, dst = self.path_of(src_workspace), self.path_of(dst_workspace)
@@ -314,6 +350,7 @@ class LocalBackend:
                 f"workspace {src_workspace!r} does not exist; open it first (or clone another workspace)"
             )
         await copy_tree(src, dst, label=dst_workspace)
+        await anyio.to_thread.run_sync(hand_over, dst, self.tool_uid)
 
     async def destroy(self, workspace: str) -> None:
         await remove_tree(self.path_of(workspace))

@@ -61,8 +61,12 @@ class LocalFiles:
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         max_workspace_bytes: int | None = None,
+        owner: int | None = None,
     ) -> None:
+        """``owner``: the uid (and gid) given what the file tools create: a root server's tool uid,
+        so that its commands can change the files the tools wrote (confine.py)."""
         self.root = root
+        self.owner = owner
         self.workspace = workspace
         self.max_file_bytes = max_file_bytes
         self.max_workspace_bytes = max_workspace_bytes
@@ -89,7 +93,7 @@ class LocalFiles:
         """An fd of the directory ``parts`` (``()``: the root), reached by a no-follow walk from the root."""
         root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            with open_dir_beneath(root_fd, parts, create=create) as dir_fd:
+            with open_dir_beneath(root_fd, parts, create=create, owner=self.owner) as dir_fd:
                 yield dir_fd
         finally:
             os.close(root_fd)
@@ -169,6 +173,8 @@ class LocalFiles:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
         try:
             with os.fdopen(fd, "wb") as handle:
+                if self.owner is not None:
+                    os.fchown(handle.fileno(), self.owner, self.owner)
                 handle.write(payload)
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:

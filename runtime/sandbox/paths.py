@@ -69,17 +69,19 @@ def resolve_inside(root: Path, path: str) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def open_dir_beneath(root_fd: int, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+def open_dir_beneath(
+    root_fd: int, parts: tuple[str, ...], *, create: bool = False, owner: int | None = None
+) -> Iterator[int]:
     """A directory fd for ``parts`` under ``root_fd``, never following a symlink on the way.
 
-    With ``create`` missing directories are made. The fd is closed on exit. ``FileNotFoundError``
-    and ``NotADirectoryError`` pass through for the caller to word; a symlink met on the way is a
-    ``PathEscapeError``.
+    With ``create`` missing directories are made (given to uid and gid ``owner``, if set). The fd
+    is closed on exit. ``FileNotFoundError`` and ``NotADirectoryError`` pass through for the caller
+    to word; a symlink met on the way is a ``PathEscapeError``.
     """
     fd = os.dup(root_fd)
     try:
         for part in parts:
-            nxt = _step(fd, part, create=create, parts=parts)
+            nxt = _step(fd, part, create=create, parts=parts, owner=owner)
             os.close(fd)
             fd = nxt
         yield fd
@@ -87,7 +89,7 @@ def open_dir_beneath(root_fd: int, parts: tuple[str, ...], *, create: bool = Fal
         os.close(fd)
 
 
-def _step(fd: int, part: str, *, create: bool, parts: tuple[str, ...]) -> int:
+def _step(fd: int, part: str, *, create: bool, parts: tuple[str, ...], owner: int | None = None) -> int:
     """Open one directory component under ``fd`` without following a symlink."""
     try:
         return os.open(part, _DIR_FLAGS, dir_fd=fd)
@@ -101,14 +103,19 @@ def _step(fd: int, part: str, *, create: bool, parts: tuple[str, ...]) -> int:
         raise
     except OSError as exc:
         raise refused(parts, exc) from exc
+    made = False
     with contextlib.suppress(FileExistsError):
         os.mkdir(part, 0o755, dir_fd=fd)
+        made = True
     try:
-        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        new = os.open(part, _DIR_FLAGS, dir_fd=fd)
     except (FileNotFoundError, NotADirectoryError):
         raise
     except OSError as exc:
         raise refused(parts, exc) from exc
+    if made and owner is not None:
+        os.fchown(new, owner, owner)  # by fd: what was made, even if a symlink took its name since
+    return new
 
 
 def refused(parts: tuple[str, ...], exc: OSError) -> SandboxError:

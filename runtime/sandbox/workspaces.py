@@ -9,8 +9,10 @@ under a temporary name and renamed into place, so a failed clone leaves no half-
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -59,3 +61,58 @@ async def copy_tree(src: Path, dst: Path, *, label: str) -> str:
 async def remove_tree(path: Path) -> None:
     """Remove a workspace directory; a missing one is already removed."""
     await anyio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+
+
+def make_home(home: Path) -> None:
+    """Create the home 0700 if it is missing: it holds the workspaces, config.json and the store.
+
+    A home that exists already keeps its mode (it may be a directory the user chose, ``--home .``);
+    the directory of workspaces and each workspace in it are 0700 either way (``hand_over``)."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+_SETID = stat.S_ISUID | stat.S_ISGID
+
+
+def hand_over(workspace: Path, uid: int | None) -> None:
+    """Make ``workspace`` 0700 and, for a root server (``uid``: its tool uid), owned by that uid.
+
+    A workspace owned by anyone else (made before commands ran as the tool uid) is handed over
+    once, entry by entry: each one is given to ``uid`` and loses any setuid or setgid bit (an old
+    workspace may hold a setuid-root file a command made then). The walk never follows a symlink:
+    entries are opened with O_NOFOLLOW and changed through their fd."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if uid is not None and (st.st_uid, st.st_gid) != (uid, uid):
+            _hand_over_tree(fd, uid)
+            os.fchown(fd, uid, uid)
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+def _hand_over_tree(dir_fd: int, uid: int) -> None:
+    for entry in os.scandir(dir_fd):
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode) or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)  # the link, not its target
+                continue
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+            fd = os.open(entry.name, flags | (os.O_DIRECTORY if stat.S_ISDIR(st.st_mode) else 0), dir_fd=dir_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone since the listing: nothing left of it to hand over here
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            continue  # became a symlink since the listing (O_NOFOLLOW): a link carries no mode bits
+        try:
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if stat.S_ISDIR(st.st_mode):
+                _hand_over_tree(fd, uid)
+            os.fchown(fd, uid, uid)
+            os.fchmod(fd, mode & ~_SETID)  # after the chown, which may itself clear them: never left set
+        finally:
+            os.close(fd)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -19,6 +20,7 @@ from runtime.sandbox import SandboxError
 from runtime.sandbox.base import WorkspaceFullError
 from runtime.sandbox.local import LocalBackend, LocalSandbox
 from runtime.sandbox.policy import SandboxPolicy, ToolLimits, load_policy
+from tests.needs import unavailable
 from tests.sandbox.conftest import require_bwrap
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +34,7 @@ async def limited(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         require_bwrap()
     backend = LocalBackend(tmp_path / "ws", use_bwrap=request.param == "bwrap", policy=SandboxPolicy(limits=LIMITS))
     if request.param == "plain-no-cgroup":
-        backend.pids_root = None  # as for a non-root server: RLIMIT_NPROC and the launcher's reaper only
+        backend.cgroups = None  # as for a non-root server: rlimits and the launcher's reaper only
     sandbox = await backend.open("w")
     yield sandbox
     await sandbox.close()
@@ -63,6 +65,62 @@ async def test_memory_limit(limited: LocalSandbox) -> None:
     assert "hit the memory limit (268435456 bytes" in result.stderr and "--tool-memory" in result.stderr
     small = await limited.run_code("x = bytearray(16 * 1024 * 1024)\nprint('fine')")
     assert small.ok and small.limit is None and small.stdout == "fine\n"
+
+
+# Four processes that each hold 48 MiB, each well under the limit alone (RLIMIT_AS too). Once all
+# four have allocated, the parent asks each whether it is still there: four answers mean 192 MiB
+# were held at once (a child killed after its allocation answers nothing).
+_SPREAD = """
+import os, sys
+hold_r, hold_w = os.pipe()
+kept = []
+for _ in range(4):
+    up_r, up_w = os.pipe()
+    down_r, down_w = os.pipe()
+    if os.fork() == 0:
+        for fd in [fd for pair in kept for fd in pair] + [up_r, down_w, hold_w]:
+            os.close(fd)
+        block = bytes([1]) * (48 << 20)  # written, so resident
+        os.write(up_w, b".")
+        os.read(down_r, 1)
+        os.write(up_w, b"!")
+        os.read(hold_r, 1)  # until the parent exits
+        os._exit(0)
+    os.close(up_w)
+    os.close(down_r)
+    kept.append((up_r, down_w))
+ready = [os.read(up, 1) == b"." for up, _ in kept]  # b"" from a child killed before
+alive = 0
+for up, down in kept:
+    try:
+        os.write(down, b"?")
+        alive += os.read(up, 1) == b"!"
+    except BrokenPipeError:
+        pass
+print(sum(ready), "ready", alive, "alive")
+sys.exit(0 if alive == 4 else 1)
+"""
+
+
+async def test_the_memory_limit_holds_for_the_whole_command(limited: LocalSandbox) -> None:
+    if "memory" in limited.capabilities.unenforced:
+        # Without a memory cgroup each process is held to the limit alone (RLIMIT_AS); the sandbox says so.
+        assert limited.mode == "none" and limited.capabilities.unenforced == ("procs", "memory")
+        return
+    small = limited.with_policy(SandboxPolicy(limits=replace(LIMITS, memory_bytes=160 * 1024**2)))
+    result = await small.run_code(_SPREAD, timeout_s=60)
+    assert result.limit == "memory" and "4 alive" not in result.stdout, result
+    assert "hit the memory limit (167772160 bytes" in result.stderr
+    assert (await small.run_command("echo after")).stdout == "after\n"
+
+
+def test_a_memory_cgroup_is_there_to_be_had() -> None:
+    """The whole-command memory limit needs a writable memory cgroup: CI (root) must have one."""
+    if os.geteuid() != 0:
+        pytest.skip("a non-root server usually has no writable cgroup; its commands are held per process")
+    backend = LocalBackend(Path("/nonexistent-rath-workspaces"), use_bwrap=False)
+    if backend.cgroups is None or backend.cgroups.memory is None:
+        unavailable("a writable memory cgroup (v1 memory hierarchy, or v2 with memory delegated)", "run as root")
 
 
 async def test_a_bounded_fork_bomb_hits_the_process_limit_and_is_cleaned_up(limited: LocalSandbox) -> None:
