@@ -19,11 +19,37 @@ let client;
 let page = null; // the page on screen; replaced on navigation
 const history_ = []; // routes visited inside a host frame (no address bar there)
 
+// A tool answered with an error result: the server read the request and refused it (an unknown id,
+// say), unlike a network or protocol failure, which may pass.
+class ToolFailed extends Error {}
+
 async function call(name, args) {
   const result = await client.callTool(name, args);
   const text = (result.content || []).map((c) => c.text || "").join("\n");
-  if (result.isError) throw new Error(text || `${name} failed`);
+  if (result.isError) throw new ToolFailed(text || `${name} failed`);
   return result.structuredContent || JSON.parse(text);
+}
+
+// The page for an id the server does not know (a mistyped or stale link): what was asked for, what
+// the server said, and the way back to the runs.
+function missing(what, id, why) {
+  const toRuns = { view: "runs" };
+  return h("section.card.missing", { id: "missing", dataset: { what } },
+    h("h1", {}, `No such ${what}`),
+    h("p", {}, `This server has no ${what} `, h("code", {}, id), " that you may see."),
+    h("p.muted", {}, `The server said: ${why}`),
+    h("p", {}, h("a", { id: "to-runs", href: pathOf(toRuns), onclick: (e) => go(e, toRuns) }, "← All runs")));
+}
+
+// The first look at a run or session; an id the server refuses ends the page there (no polling on).
+async function firstLook(poller, what, fetch) {
+  try {
+    return await fetch();
+  } catch (e) {
+    if (!(e instanceof ToolFailed)) throw e;
+    poller.part("missing", poller.route.id, () => missing(what, poller.route.id, e.message));
+    return null;
+  }
 }
 
 function notice(message, kind = "error") {
@@ -129,7 +155,9 @@ class RunPage extends Poller {
   }
   async refresh() {
     const id = this.route.id;
-    this.run = await call("run_get", { run_id: id });
+    const run = this.run ? await call("run_get", { run_id: id }) : await firstLook(this, "run", () => call("run_get", { run_id: id }));
+    if (!run) return false;
+    this.run = run;
     for (;;) {
       const after = this.events.length ? this.events[this.events.length - 1].seq : 0;
       const got = await call("run_events", { run_id: id, after_seq: after, limit: 500 });
@@ -184,8 +212,9 @@ class SessionPage extends Poller {
     this.initial = initial;
   }
   async refresh() {
-    const lineage = this.initial || (await call("session_lineage", { session_id: this.route.id, depth: 20 }));
+    const lineage = this.initial || (await firstLook(this, "session", () => call("session_lineage", { session_id: this.route.id, depth: 20 })));
     this.initial = null;
+    if (!lineage) return false;
     this.part("title", lineage.session_id, () => h("h1", {}, "Session ", h("code", {}, lineage.session_id)));
     this.part("graph", JSON.stringify(lineage), () => [
       lineageCard(lineage, null, go),
