@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import pytest
 
-from runtime import Runtime
+from runtime import Runtime, StepContext, Workflow, step
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
 from runtime.store.postgres.backend import PostgresBackend
@@ -120,3 +121,58 @@ async def test_a_commit_whose_answer_was_lost_with_the_server_is_not_made_twice_
         ledger = await rt.runs.effects(None, run.id)
         assert sorted((e.key, e.status) for e in ledger) == [("pay", "succeeded"), ("ship", "succeeded")]
     assert flow.applied == [(run.id, "paid"), (run.id, "shipped")]
+
+
+class Reading(Workflow):
+    """Three read-only steps: the first one's commit is held for the next (``held.py``), which waits."""
+
+    name = "reading"
+
+    def __init__(self) -> None:
+        self.first, self.second = anyio.Event(), anyio.Event()
+        self.in_first, self.in_second = anyio.Event(), anyio.Event()
+
+    @step(entry=True, effects="read_only", successors=["b"])
+    async def a(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        self.in_first.set()
+        await self.first.wait()
+        return {**state, "a": 1}
+
+    @step(effects="read_only", successors=["c"])
+    async def b(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        self.in_second.set()
+        await self.second.wait()  # while it waits, a flush commits the step held before it
+        return {**state, "b": 2}
+
+    @step(effects="read_only")
+    async def c(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return {**state, "c": 3}
+
+
+async def test_a_held_step_whose_flush_finds_the_server_away_is_held_again_and_committed_once_it_is_back(
+    proxy: Proxy, migrated: str, tmp_path: Path
+) -> None:
+    flow = Reading()
+    async with Runtime.open(tmp_path, store=_via(proxy, migrated), workers=1, lease_s=120) as rt:
+        rt.workflows.register(flow)
+        run = await rt.runs.start("reading")
+        waiting, back = f"run {run.id}'s commit waits for the store", f"run {run.id}'s commit went on"
+        with hearing(waiting, back, "crashed the runner") as heard:
+            with anyio.fail_after(30):
+                await flow.in_first.wait()
+            await proxy.refuse()
+            flow.first.set()  # step a ends, its commit held; b starts and waits, so the held commit is flushed
+            with anyio.fail_after(30):
+                await flow.in_second.wait()
+                await heard.any.wait()
+            assert heard[waiting].is_set()
+            await proxy.accept()
+            with anyio.fail_after(30):
+                await heard[back].wait()  # a's commit made, while b still waits
+            flow.second.set()
+            done = await rt.runs.wait(run.id, 30)
+        assert not heard["crashed the runner"].is_set()
+        assert done.status == "succeeded", done.error
+        completed = [e.data["step"] for e in await rt.runs.events(run.id, 0, 1000) if e.type == "step.completed"]
+        assert completed == ["a", "b", "c"]
+        assert done.state == {"a": 1, "b": 2, "c": 3}
