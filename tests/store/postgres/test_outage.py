@@ -11,6 +11,9 @@ worker, which can, takes the run over and finishes it (the first step's effect r
 ledger, not done again). When the first worker reaches the server again, its waiting commit is
 refused by the fencing token: the run stops on it, quietly (a lost lease, not a crash), and every
 effect happened once.
+
+A read-only step's commit held for the next step (``held.py``), whose flush finds the server away:
+the step is held again, not dropped, and committed once the server answers.
 """
 
 from __future__ import annotations
