@@ -49,7 +49,7 @@ def unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> NoReturn
     for word in extras:
         if word.startswith("-"):
             guesses += difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
-    meant = f"; did you mean {' '.join(dict.fromkeys(guesses))}?" if guesses else ""
+    meant = f"; did you mean {', '.join(dict.fromkeys(guesses))}?" if guesses else ""
     what = "argument" if len(extras) == 1 else "arguments"
     parser.exit(
         EXIT_USAGE,
