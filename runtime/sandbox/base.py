@@ -88,7 +88,9 @@ class Capabilities:
     languages: tuple[str, ...]
     limits: dict[str, int] | None = None  # ToolLimits.describe(): what commands are held to
     allow_net: tuple[str, ...] = ()  # host:ports reachable through the filtering proxy
-    unenforced: tuple[str, ...] = ()  # limits this host cannot hold (e.g. procs for root without a pids cgroup)
+    # Limits this host cannot hold: "memory" without a memory cgroup (each process is still held to
+    # it alone), "procs" for a root server's unisolated commands without a pids cgroup.
+    unenforced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

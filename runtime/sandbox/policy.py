@@ -55,8 +55,9 @@ def _positive_int(value: Any, what: str) -> int:
 
 @dataclass(frozen=True)
 class ToolLimits:
-    """Per-command limits. ``memory_bytes``: address space of each process (RLIMIT_AS);
-    ``procs``: processes and threads of one command; ``file_size_bytes``: largest file a command
+    """Per-command limits. ``memory_bytes``: memory of the whole command, all its processes
+    together (a memory cgroup, where one can be made: cgroup.py), and address space of each
+    process (RLIMIT_AS); ``procs``: processes and threads of one command; ``file_size_bytes``: largest file a command
     may write (RLIMIT_FSIZE; also the size of its private /tmp); ``cpu_s``: CPU seconds of each
     process (RLIMIT_CPU); ``workspace_bytes``: the whole workspace (checked on write_file and after
     each command)."""
