@@ -115,7 +115,7 @@ def _sandbox_args(parser: argparse.ArgumentParser) -> None:
         help="how tool commands are isolated (default auto: bubblewrap where installed, else commands are refused)",
     )
     parser.add_argument("--allow-net", metavar="HOST[:PORT][,...]", help="hosts tool commands may reach (default none)")
-    parser.add_argument("--tool-memory", metavar="SIZE", help="memory of a tool command, all processes, e.g. 2G (default 2G)")
+    parser.add_argument("--tool-memory", metavar="SIZE", help="memory per tool command, all processes (default 2G)")
     parser.add_argument("--tool-procs", type=int, metavar="N", help="processes per tool command (default 256)")
     parser.add_argument("--tool-file-size", metavar="SIZE", help="largest file a tool command writes (default 256M)")
     parser.add_argument("--tool-cpu-s", type=int, metavar="S", help="CPU seconds per tool process (default 300)")
