@@ -359,8 +359,10 @@ async def _check(args: argparse.Namespace) -> int:
         print("migrations: up to date" if not report.pending else f"migrations: {len(report.pending)} pending")
         for name in report.pending:
             print(f"  pending: {name} (apply with `rath-mcp migrate`)")
+    if report.read_only:  # a fact about this process's access, not a fault of the file
+        print("access: READ-ONLY here (a server cannot write it: make the file and its directory writable)")
     if report.healthy:
-        print(f"{path} is healthy")
+        print(f"{path} is healthy" + (", but read-only here" if report.read_only else ""))
         return 0
     only_pending = not (report.problems or report.missing)
     hint = "apply them with `rath-mcp migrate`" if only_pending else health.RESTORE_HINT

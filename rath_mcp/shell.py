@@ -13,6 +13,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -99,8 +100,8 @@ async def run(args: argparse.Namespace) -> int:
     """Run one inspection command against the store under ``--home``."""
     home = resolve_home(args.home)
     url = existing_store(home, args.store)
-    # Inspecting must not run work (workers=0), nor create a store.
-    async with Runtime.open(home, store=url, workers=0, create=False) as rt:
+    # Inspecting must not run work (workers=0), nor create a store; it reads a store it may not write.
+    async with Runtime.open(home, store=replace(url, read_only=True), workers=0, create=False) as rt:
         try:
             if args.command == "sessions":
                 return await _sessions(rt, args)

@@ -11,6 +11,7 @@
     ├── StoreError                 the store could not do what was asked
     │   ├── StoreUnavailableError  the store could not be reached; nothing was written: try again later
     │   ├── CommitUnknownError     the store was lost during a commit and could not say whether it happened
+    │   ├── StoreDamagedError      its file is damaged, or no longer the file opened: no more writes
     │   └── LeaseLostError         a worker's fencing token is stale: it may not commit
     └── ControlSignal              control flow, not failure; never shown to users as an error
         ├── InterruptRaised        a step parked the run on a human interrupt
@@ -64,6 +65,11 @@ class CommitUnknownError(StoreError):
     """The store was lost while a commit was on its way, and could not be asked whether it happened: the
     write may or may not be there. Never retried blindly: find out from the data (a fencing token, an
     idempotency key) before doing it again."""
+
+
+class StoreDamagedError(StoreError):
+    """The store's file is damaged, or its path no longer names the file this process opened (deleted,
+    moved, replaced): once seen, the store refuses every further write (a write would be lost)."""
 
 
 class SchemaBehindError(StoreError):

@@ -28,11 +28,17 @@ _ALIASES = {"postgres": "postgresql"}
 
 @dataclass(frozen=True)
 class StoreURL:
-    """A parsed store URL: its backend's scheme, the URL as given, and (SQLite) the database file."""
+    """A parsed store URL: its backend's scheme, the URL as given, and (SQLite) the database file.
+
+    ``read_only``: the opener only reads (``rath-mcp sessions list``...). A SQLite file this process
+    may not write (a read-only mount) is then opened for reading instead of refused; one it may write
+    opens, and migrates itself, as usual. Set it with ``dataclasses.replace``.
+    """
 
     scheme: str
     url: str
     path: Path | None = None
+    read_only: bool = False
 
     def __str__(self) -> str:
         return redact(self.url)

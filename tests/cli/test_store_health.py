@@ -93,6 +93,7 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "scrambled middle page": (scramble_a_middle_page, "is damaged"),
     "another program's database": (foreign, "is a SQLite database of another program"),
     "dropped table": (drop_a_table, "lacks table run_events"),
+    "emptied": (lambda db: db.write_bytes(b""), "is an empty file (0 bytes)"),
 }
 
 
@@ -222,6 +223,52 @@ def test_serve_on_a_read_only_home_says_so_in_one_line(with_store: bool, home: P
     done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT, check=False)
     line = one_error_line(done.stderr)
     assert done.returncode == 1 and f"the store at {home / 'rath.db'} is read-only" in line
+
+
+SESSION_AND_RUN = """
+import sys, anyio
+from runtime import Runtime
+
+async def fill(home):
+    async with Runtime.open(home, workers=0) as rt:
+        session = await rt.sessions.create([{"kind": "user", "content": "kept on a read-only home"}])
+        run = await rt.runs.submit("echo", message="hi")
+        print(session.id, run.id)
+
+anyio.run(fill, sys.argv[1])
+"""
+
+
+def test_read_only_commands_read_a_store_on_a_read_only_home_and_check_says_it_is_read_only(home: Path) -> None:
+    bwrap = bwrap_or_skip()
+    filled = subprocess.run(
+        [sys.executable, "-c", SESSION_AND_RUN, str(home)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert filled.returncode == 0, filled.stderr
+    session_id, run_id = filled.stdout.split()
+    assert sorted(p.name for p in home.iterdir()) == ["rath.db"]  # closed: no -wal or -shm to read through
+    said: dict[str, str] = {}
+    for argv in (
+        ["check"],
+        ["sessions", "list"],
+        ["sessions", "show", session_id],
+        ["runs", "list"],
+        ["runs", "show", run_id],
+    ):
+        command = read_only(bwrap, home, sys.executable, "-m", "rath_mcp", *argv, "--home", str(home))
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT, check=False)
+        assert done.returncode == 0 and "error" not in done.stderr, (argv, done.stdout, done.stderr)
+        said[" ".join(argv[:2])] = done.stdout
+    assert said["check"].splitlines() == [
+        "integrity: ok",
+        "schema: complete",
+        "migrations: up to date",
+        "access: READ-ONLY here (a server cannot write it: make the file and its directory writable)",
+        f"{home / 'rath.db'} is healthy, but read-only here",
+    ]
+    assert session_id in said["sessions list"] and "kept on a read-only home" in said["sessions show"]
+    assert run_id in said["runs list"] and run_id in said["runs show"]
+    assert sorted(p.name for p in home.iterdir()) == ["rath.db"]
 
 
 class Counts:

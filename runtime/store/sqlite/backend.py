@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from runtime.errors import StoreError
-from runtime.store.sqlite import health
+from runtime.store.sqlite import guard, health
 from runtime.store.sqlite.access import SQLiteAuditStore, SQLiteOpsStore, SQLiteTokenStore
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.memory import SQLiteMemoryStore
@@ -66,7 +66,7 @@ def sqlite_database(backend: object) -> SQLiteDatabase:
 def _path(url: StoreURL) -> SQLiteDatabase:
     if url.path is None:
         raise StoreError(f"{url} does not name a SQLite file")
-    return SQLiteDatabase(url.path)
+    return SQLiteDatabase(url.path, read_only=url.read_only and not guard.writable(url.path))
 
 
 async def open(url: StoreURL, *, synchronous: str = "FULL") -> SQLiteBackend:

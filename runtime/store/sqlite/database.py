@@ -11,13 +11,16 @@ what makes it fast.
 
 Several processes may open the same file: SQLite's own lock serialises their writers and
 ``busy_timeout`` makes them wait instead of failing (on the writer's thread: the loop never waits).
+
+A store that reported damage, whose file was deleted or replaced under it, or that was opened
+read-only refuses writes rather than acknowledge one it would lose (``guard.py``); how the file is
+opened is ``opening.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -28,53 +31,40 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from runtime.errors import StoreError
-from runtime.ids import now
 from runtime.store.migration import Migration
-from runtime.store.sqlite import commit, health
+from runtime.store.sqlite import commit, guard, health
 from runtime.store.sqlite.commit import Batch, InlineGate, Write
+from runtime.store.sqlite.opening import (
+    BUSY_TIMEOUT_MS,
+    apply_migrations,
+    make_directory,
+    open_for_reading,
+    open_for_writing,
+    pending_migrations,
+)
 from runtime.store.sqlite.threads import ConnectionThreads
 
 T = TypeVar("T")
 
 WriteFn = Callable[[sqlite3.Connection], T]
 
-_BUSY_TIMEOUT_MS = 60_000
-_READERS = 3
 _LOOKUP_BUSY_TIMEOUT_MS = 20
 
-
-def _into_wal(conn: sqlite3.Connection) -> str:
-    """Put the file in WAL mode; the journal mode it is in then.
-
-    Two processes opening a new store at once each ask for WAL, and one may find the other mid-switch:
-    SQLite then answers "database is locked" at once, without its busy handler (waiting there could
-    deadlock). By the time it asks again the other has switched, and the answer is simply "wal".
-    """
-    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
-        except sqlite3.OperationalError as exc:
-            if health.error_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)  # on the opening thread, not the event loop
-
-
-def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    return conn
+__all__ = ["SQLiteDatabase", "apply_migrations", "id_search_sql", "pending_migrations", "prefix_bounds", "search_ids"]
 
 
 class SQLiteDatabase:
-    """A SQLite file opened for the runtime: group-committed writes, pooled reads, migrations."""
+    """A SQLite file opened for the runtime: group-committed writes, pooled reads, migrations.
 
-    def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
+    ``read_only``: open the file for reading only (``rath-mcp sessions list`` on a home that cannot
+    be written); it is neither created nor migrated, and every write is refused saying why.
+    """
+
+    def __init__(self, path: Path, *, synchronous: str = "FULL", read_only: bool = False) -> None:
         self.path = path
         self.synchronous = synchronous
+        self.read_only = read_only
+        self._guard = guard.FileGuard(path)  # whether writes are refused: damage, a vanished file (guard.py)
         self._writer: ConnectionThreads | None = None
         self._readers: ConnectionThreads | None = None
         self._here: sqlite3.Connection | None = None  # used only on the event loop's thread, by lookup()
@@ -87,39 +77,23 @@ class SQLiteDatabase:
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self, migrations: Sequence[Migration]) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            raise StoreError(f"{self.path.parent} is a file, not a directory: give a directory for the store") from None
-        except OSError as exc:
-            raise StoreError(f"cannot create the directory {self.path.parent} for the store: {exc.strerror}") from exc
-        with health.translated(self.path):
-            writer, readers = await anyio.to_thread.run_sync(self._open_sync, list(migrations))
+        if self.read_only:
+            with health.translated(self.path):
+                readers = await anyio.to_thread.run_sync(open_for_reading, self.path, migrations)
+            self._guard.refuse(StoreError(guard.read_only_message(self.path, "opened for reading only")))
+        else:
+            make_directory(self.path)
+            with health.translated(self.path):
+                writer, readers = await anyio.to_thread.run_sync(
+                    open_for_writing, self.path, self.synchronous, migrations
+                )
+            self._guard.pin()  # the files the connections have open: each commit checks they are still there
+            writer.execute("PRAGMA wal_autocheckpoint=0")  # the writer's thread checkpoints (commit.py)
+            self._writer_conn = writer
+            self._writer = ConnectionThreads("rath-sqlite-writer", [writer])
         self._here = readers.pop()
         self._here.execute(f"PRAGMA busy_timeout={_LOOKUP_BUSY_TIMEOUT_MS}")
-        writer.execute("PRAGMA wal_autocheckpoint=0")  # the writer's thread checkpoints (commit.py)
-        self._writer_conn = writer
-        self._writer = ConnectionThreads("rath-sqlite-writer", [writer])
         self._readers = ConnectionThreads("rath-sqlite-reader", readers)
-
-    def _open_sync(self, migrations: list[Migration]) -> tuple[sqlite3.Connection, list[sqlite3.Connection]]:
-        opened = [_connect(self.path, self.synchronous)]
-        try:
-            health.verify_opened(opened[0], self.path)  # a damaged or foreign file is refused before any write
-            mode = _into_wal(opened[0])
-            if mode.lower() != "wal":
-                raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
-            apply_migrations(opened[0], migrations)
-            missing = health.missing_schema(opened[0], migrations)
-            if missing:
-                raise StoreError(f"the store at {self.path} lacks {', '.join(missing)}: {health.DAMAGE_HINT}")
-            for _ in range(_READERS + 1):  # the last one serves lookup()
-                opened.append(_connect(self.path, self.synchronous))
-        except BaseException:
-            for conn in opened:
-                conn.close()
-            raise
-        return opened[0], opened[1:]
 
     async def close(self) -> None:
         """Close the writer once its batch is done, then the readers once their reads end, then the last connection.
@@ -152,6 +126,9 @@ class SQLiteDatabase:
         ``small`` (a few rows of modest size, such as a run's step or a session fork) and the write is
         alone, right here on the event loop's thread (``commit.InlineGate``).
         """
+        refused = self._guard.refusal()
+        if refused is not None:
+            raise refused
         item: Write[T] = Write(fn)
         if small and self._commit_here(item):
             if self._gate.pass_due():  # let the tasks this held up run (commit.py); a cancel here is as after a hop
@@ -180,8 +157,24 @@ class SQLiteDatabase:
 
     def _outcome(self, item: Write[T]) -> T:
         if item.error is not None:
-            raise health.store_error(self.path, item.error) or item.error
+            raise self._translate(item.error)
         return item.result  # type: ignore[no-any-return]
+
+    def _translate(self, exc: BaseException) -> BaseException:
+        """What to raise for ``exc``, met on this store: the ``StoreError`` it means, if it is about the
+        file (damage also refuses every later write), else ``exc`` itself."""
+        error = health.store_error(self.path, exc)
+        if error is None:
+            return exc
+        self._guard.noticed(error)
+        return error
+
+    def _kept(self, items: list[Write[Any]]) -> None:
+        """After a commit: fail the writes that went into a file no longer at the store's path (lost)."""
+        if self._guard.lost() is not None:
+            for item in items:
+                if item.error is None:
+                    item.result, item.error = None, self._guard.refusal()
 
     def _commit_here(self, item: Write[Any]) -> bool:
         """Commit a lone write on this thread if the gate allows and the file's write lock is free now;
@@ -202,6 +195,7 @@ class SQLiteDatabase:
         if begun:
             commit.commit(conn, self.path, [item])
             self._gate.wrote(1, self._gate.clock() - started)
+            self._kept([item])
         return True
 
     async def _lead_batch(self, waited: bool) -> None:
@@ -247,11 +241,15 @@ class SQLiteDatabase:
     def _commit_batch(self, conn: sqlite3.Connection, items: list[Write[Any]]) -> float:
         """On the writer's thread: commit ``items``, then checkpoint if one is due; the commit's seconds."""
         if not self._patient:
-            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._patient = True
         started = self._gate.clock()
-        if commit.begin(conn, self.path, items):
+        if self._guard.refusal() is not None:  # refused since these writes were queued
+            for item in items:
+                item.error, item.done = self._guard.refusal(), True
+        elif commit.begin(conn, self.path, items):
             commit.commit(conn, self.path, items)
+            self._kept(items)
         cost = self._gate.clock() - started
         if self._gate.checkpoint_due(conn):
             self._gate.checkpoint(conn)
@@ -263,8 +261,13 @@ class SQLiteDatabase:
         readers = self._readers
         if readers is None:
             raise StoreError("the database is closed")
-        with health.translated(self.path):
+        try:
             return await readers.run(partial(_in_snapshot, fn))
+        except (sqlite3.Error, StoreError) as exc:
+            error = self._translate(exc)
+            if error is exc:
+                raise
+            raise error from exc
 
     async def lookup(self, fn: Callable[[sqlite3.Connection], T], *, small: Callable[[sqlite3.Connection], bool]) -> T:
         """Run a small point read ``fn(conn)`` right here, on the event loop's thread, as one snapshot.
@@ -288,8 +291,8 @@ class SQLiteDatabase:
                 return cast(T, value)
         except sqlite3.Error as exc:
             if health.error_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                error = health.store_error(self.path, exc)
-                if error is None:
+                error = self._translate(exc)
+                if error is exc:
                     raise
                 raise error from exc
         return await self.read(fn)
@@ -325,54 +328,3 @@ async def search_ids(
     """Run ``id_search_sql`` on a reader thread: the ids, newest first."""
     sql, args = id_search_sql(table, also), (tenant, project, *prefix_bounds(prefix), limit)
     return await db.read(lambda conn: [row[0] for row in conn.execute(sql, args)])
-
-
-def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
-    """Apply the migrations not yet recorded, in order, under the database write lock."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
-        done: list[str] = []
-        for migration in migrations:
-            if migration.name in applied:
-                continue
-            for statement in _statements(migration.sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now()))
-            done.append(migration.name)
-        conn.execute("COMMIT")
-        return done
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]:
-    """Names of migrations a database file has not applied yet (all of them if it does not exist)."""
-    if not path.exists():
-        return [m.name for m in migrations]
-    conn = sqlite3.connect(path)
-    try:
-        has_table = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
-        ).fetchone()
-        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if has_table else set()
-    finally:
-        conn.close()
-    return [m.name for m in migrations if m.name not in applied]
-
-
-def _statements(sql: str) -> list[str]:
-    """Split a migration script into statements (``sqlite3.complete_statement`` knows triggers)."""
-    out: list[str] = []
-    current = ""
-    for line in sql.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            if current.strip():
-                out.append(current.strip())
-            current = ""
-    if current.strip():
-        out.append(current.strip())
-    return out

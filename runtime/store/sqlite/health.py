@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runtime.errors import StoreError
+from runtime.errors import StoreDamagedError, StoreError
+from runtime.store.sqlite import guard
 
 if TYPE_CHECKING:
     from runtime.store.migration import Migration
@@ -55,14 +56,11 @@ def store_error(path: Path, exc: BaseException) -> StoreError | None:
     code = error_code(exc)
     text = str(exc)
     if code == sqlite3.SQLITE_NOTADB:
-        return StoreError(f"the store at {path} is damaged or not a database ({text}): {DAMAGE_HINT}")
+        return StoreDamagedError(f"the store at {path} is damaged or not a database ({text}): {DAMAGE_HINT}")
     if code in _DAMAGED:
-        return StoreError(f"the store at {path} is damaged ({text}): {DAMAGE_HINT}")
+        return StoreDamagedError(f"the store at {path} is damaged ({text}): {DAMAGE_HINT}")
     if code == sqlite3.SQLITE_READONLY or (code == sqlite3.SQLITE_CANTOPEN and _read_only_directory(path)):
-        return StoreError(
-            f"the store at {path} is read-only ({text}): make the file and its directory writable by "
-            "this user, or use another home"
-        )
+        return StoreError(guard.read_only_message(path, text))
     if code == sqlite3.SQLITE_CANTOPEN:
         return StoreError(f"cannot open the store at {path} ({text}): check that its directory exists and is writable")
     if code == sqlite3.SQLITE_FULL:
@@ -72,7 +70,7 @@ def store_error(path: Path, exc: BaseException) -> StoreError | None:
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return StoreError(f"the store at {path} stayed locked by another process ({text}); retry when it is done")
     if text.startswith("no such table: ") and _is_ours(text.removeprefix("no such table: ")):
-        return StoreError(f"the store at {path} lacks a table this version needs ({text}): {DAMAGE_HINT}")
+        return StoreDamagedError(f"the store at {path} lacks a table this version needs ({text}): {DAMAGE_HINT}")
     return None
 
 
@@ -112,7 +110,7 @@ def verify_opened(conn: sqlite3.Connection, path: Path) -> None:
     with translated(path):
         problems = _problems(conn, "quick_check")
         if problems:
-            raise StoreError(f"the store at {path} is damaged ({problems[0]}): {DAMAGE_HINT}")
+            raise StoreDamagedError(f"the store at {path} is damaged ({problems[0]}): {DAMAGE_HINT}")
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if tables and "schema_migrations" not in tables:
         some = ", ".join(sorted(tables)[:5])
@@ -140,7 +138,7 @@ def missing_schema(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
 @functools.lru_cache(maxsize=8)
 def _reference_schema(migrations: tuple[Migration, ...]) -> frozenset[tuple[str, str]]:
     """(type, name) of what these migrations create, from running them on an empty in-memory database."""
-    from runtime.store.sqlite.database import apply_migrations  # imported here: database.py imports this module
+    from runtime.store.sqlite.opening import apply_migrations  # imported here: opening.py imports this module
 
     reference = sqlite3.connect(":memory:", isolation_level=None)
     try:
@@ -160,31 +158,58 @@ class Report:
     foreign: str | None = None  # what the file holds instead, when it is some other program's database
     missing: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    read_only: bool = False  # this process cannot write it (not a fault of the file; servers need to)
 
     @property
     def healthy(self) -> bool:
         return not (self.problems or self.foreign or self.missing or self.pending)
 
 
+def read_only_uri(path: Path) -> str:
+    """The URI of a read-only connection to the store at ``path``, which exists.
+
+    SQLite reads a WAL-mode file through the ``-shm`` beside it, creating one when there is none;
+    in a directory it may not write (a read-only mount), it then cannot open the file at all. With
+    no ``-wal`` there (or an empty one) every commit is in the file itself: it is then opened
+    ``immutable``, read as it is, without ``-shm`` or locks. (A writer where the directory is
+    writable would make a ``-wal`` first; this is for inspecting a store no server writes.)
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    wal = guard.wal_of(path)
+    if not os.access(path.parent, os.W_OK) and (not wal.exists() or wal.stat().st_size == 0):
+        uri += "&immutable=1"
+    return uri
+
+
 def open_existing(path: Path) -> sqlite3.Connection:
     """A connection to a store file that must exist already (never creates one); read-only."""
     if not path.is_file():
         raise StoreError(f"there is no store at {path}")
+    if path.stat().st_size == 0:
+        raise guard.empty_file_error(path)
     with translated(path):
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 60000")
     return conn
 
 
 def check(path: Path, migrations: Sequence[Migration]) -> Report:
     """Run SQLite's full ``integrity_check`` on the store at ``path`` and compare its schema and migrations."""
-    report = Report(path)
+    report = Report(path, read_only=not guard.writable(path))
+    if path.is_file() and path.stat().st_size == 0:
+        report.problems = ["the file is empty (0 bytes): it holds no store"]
+        return report
     conn = open_existing(path)
     try:
         try:
             report.problems = _problems(conn, "integrity_check")
-        except sqlite3.DatabaseError as exc:  # damaged beyond what integrity_check can walk
-            report.problems = [str(exc)]
+        except sqlite3.DatabaseError as exc:
+            if error_code(exc) not in _DAMAGED:  # the file could not be read (read-only, locked...): not damage
+                error = store_error(path, exc)
+                if error is None:
+                    raise
+                raise error from exc
+            report.problems = [str(exc)]  # damaged beyond what integrity_check can walk
             return report
         with translated(path):
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

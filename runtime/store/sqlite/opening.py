@@ -1,0 +1,176 @@
+"""Opening the store's file: connections, WAL mode, migrations, and the read-only open of a file
+this process may not write.
+
+``open_for_writing`` gives the writer's connection and the readers' of a runtime that serves;
+``open_for_reading`` only readers, of a store that is neither created nor migrated (inspecting a
+home on a read-only mount). Both refuse a damaged or foreign file before anything reads it (``health``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from runtime.errors import StoreDamagedError, StoreError
+from runtime.ids import now
+from runtime.store.migration import Migration
+from runtime.store.sqlite import guard, health
+
+BUSY_TIMEOUT_MS = 60_000
+READERS = 3  # reader threads' connections; one more serves lookups on the event loop's thread
+
+
+def _into_wal(conn: sqlite3.Connection) -> str:
+    """Put the file in WAL mode; the journal mode it is in then.
+
+    Two processes opening a new store at once each ask for WAL, and one may find the other mid-switch:
+    SQLite then answers "database is locked" at once, without its busy handler (waiting there could
+    deadlock). By the time it asks again the other has switched, and the answer is simply "wal".
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if health.error_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)  # on the opening thread, not the event loop
+
+
+def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    return conn
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    uri = health.read_only_uri(path)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def make_directory(path: Path) -> None:
+    """Create the directory the store at ``path`` goes in, if it is not there."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StoreError(f"{path.parent} is a file, not a directory: give a directory for the store") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the directory {path.parent} for the store: {exc.strerror}") from exc
+
+
+def open_for_writing(
+    path: Path, synchronous: str, migrations: Sequence[Migration]
+) -> tuple[sqlite3.Connection, list[sqlite3.Connection]]:
+    """The writer's connection and ``READERS + 1`` readers' on the store at ``path``, created and
+    migrated as needed (blocking: run it on a worker thread)."""
+    with guard.creating(path):  # an empty file is an error, not a new store
+        opened = [_connect(path, synchronous)]
+        try:
+            health.verify_opened(opened[0], path)  # a damaged or foreign file is refused before any write
+            mode = _into_wal(opened[0])
+            if mode.lower() != "wal":
+                raise StoreError(f"could not put {path} in WAL mode (got {mode!r})")
+            apply_migrations(opened[0], migrations)
+            missing = health.missing_schema(opened[0], migrations)
+            if missing:
+                raise StoreDamagedError(f"the store at {path} lacks {', '.join(missing)}: {health.DAMAGE_HINT}")
+            for _ in range(READERS + 1):
+                opened.append(_connect(path, synchronous))
+        except BaseException:
+            for conn in opened:
+                conn.close()
+            raise
+    return opened[0], opened[1:]
+
+
+def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite3.Connection]:
+    """``READERS + 1`` read-only connections to the existing store at ``path``, which must be whole and
+    need no migration (it cannot be migrated here)."""
+    if not path.is_file():
+        raise StoreError(f"there is no store at {path}")
+    if path.stat().st_size == 0:
+        raise guard.empty_file_error(path)
+    opened: list[sqlite3.Connection] = []
+    try:
+        for _ in range(READERS + 1):
+            opened.append(_connect_read_only(path))
+        conn = opened[0]
+        health.verify_opened(conn, path)
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if tables else set()
+        pending = [m.name for m in migrations if m.name not in applied]
+        if pending:
+            raise StoreError(
+                f"the store at {path} needs {len(pending)} migration(s) of this version ({', '.join(pending)}), "
+                "but it is read-only here: make the file and its directory writable by this user, "
+                "then run `rath-mcp migrate`"
+            )
+        missing = health.missing_schema(conn, migrations)
+        if missing:
+            raise StoreDamagedError(f"the store at {path} lacks {', '.join(missing)}: {health.DAMAGE_HINT}")
+    except BaseException:
+        for conn in opened:
+            conn.close()
+        raise
+    return opened
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the migrations not yet recorded, in order, under the database write lock."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+        done: list[str] = []
+        for migration in migrations:
+            if migration.name in applied:
+                continue
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now()))
+            done.append(migration.name)
+        conn.execute("COMMIT")
+        return done
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]:
+    """Names of migrations a database file has not applied yet (all of them if it does not exist)."""
+    if not path.exists():
+        return [m.name for m in migrations]
+    if path.stat().st_size == 0:  # not a new store: an empty file is an error (guard.creating)
+        raise guard.empty_file_error(path)
+    conn = sqlite3.connect(health.read_only_uri(path), uri=True)  # never creates (nor writes) the file
+    try:
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
+        ).fetchone()
+        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if has_table else set()
+    finally:
+        conn.close()
+    return [m.name for m in migrations if m.name not in applied]
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration script into statements (``sqlite3.complete_statement`` knows triggers)."""
+    out: list[str] = []
+    current = ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                out.append(current.strip())
+            current = ""
+    if current.strip():
+        out.append(current.strip())
+    return out
