@@ -42,6 +42,7 @@ import functools
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -177,6 +178,24 @@ def bwrap_argv(
     # As root, the launcher goes to ``workdir`` once it is the tool uid (see launcher_argv).
     args += ["--remount-ro", "/", "--chdir", "/" if as_root else str(workdir)]
     return [*args, "--"]
+
+
+@functools.cache
+def root_bwrap_problem() -> str | None:
+    """None if bubblewrap, run by root, makes a sandbox's namespaces without a user namespace; else why not.
+
+    It needs CAP_SYS_ADMIN for that (a container's root often lacks it). Asked once per process."""
+    caps = [arg for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP") for arg in ("--cap-add", cap)]
+    argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--cap-drop", "ALL"]
+    argv += [*caps, "--ro-bind", "/", "/", "--", "true"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap failed: {exc}"
+    if proc.returncode == 0:
+        return None
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"bwrap exited with {proc.returncode}"
 
 
 def _passable_parents(path: Path) -> list[str]:

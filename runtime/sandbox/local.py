@@ -54,6 +54,7 @@ from runtime.sandbox.confine import (
     limit_message,
     proxy_env,
     read_status,
+    root_bwrap_problem,
     seccomp_pipe,
 )
 from runtime.sandbox.localfs import LocalFiles
@@ -81,6 +82,18 @@ REFUSED = (
     "(apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap, pacman -S bubblewrap), "
     "or start the server with --isolation none to run them as plain, unisolated subprocesses"
 )
+# A root server's sandbox is made without a user namespace (confine.py): that takes CAP_SYS_ADMIN.
+ROOT_CANNOT = (
+    "the server runs as root, and bubblewrap cannot make a sandbox here without a user namespace, which "
+    "would leave the commands' files owned by root ({problem}); run the server as an unprivileged user, "
+    "give it CAP_SYS_ADMIN, or start it with --isolation none"
+)
+
+
+def refusal() -> str:
+    """Why commands are refused (mode ``unavailable``), and what to do about it."""
+    problem = root_bwrap_problem() if os.geteuid() == 0 and shutil.which("bwrap") else None
+    return REFUSED if problem is None else "commands and code are refused: " + ROOT_CANNOT.format(problem=problem)
 
 
 class LocalSandbox:
@@ -173,7 +186,7 @@ class LocalSandbox:
         full_env = {"PATH": _search_path(), "HOME": str(self.root), "LANG": _LANG, "LC_ALL": _LANG}
         full_env.update(check_env(env))
         if self.mode == "unavailable":
-            raise IsolationUnavailableError(REFUSED)
+            raise IsolationUnavailableError(refusal())
         if "/" not in argv[0] and shutil.which(argv[0], path=full_env["PATH"]) is None:
             # Same answer with or without bwrap (bwrap itself would exit 1): the shell's 127.
             return CommandResult(127, "", f"cannot run {argv[0]!r}: command not found\n", False, False, 0.0)
@@ -287,6 +300,10 @@ def resolve_isolation(isolation: str) -> str:
         )
     if isolation == "none":
         return "none"
+    if available and os.geteuid() == 0 and (problem := root_bwrap_problem()) is not None:
+        if isolation == "bwrap":
+            raise SandboxError("--isolation bwrap cannot be honoured: " + ROOT_CANNOT.format(problem=problem))
+        return "unavailable"
     return "bubblewrap" if available else "unavailable"
 
 

@@ -19,8 +19,11 @@ import anyio
 import pytest
 
 from runtime.runtime import Runtime
+from runtime.sandbox import local
+from runtime.sandbox.base import IsolationUnavailableError, SandboxError
 from runtime.sandbox.confine import HOST_TOOL_UID, SANDBOX_UID
 from runtime.sandbox.local import LocalBackend, LocalSandbox
+from runtime.sandbox.policy import SandboxPolicy
 from tests.needs import unavailable
 from tests.sandbox.conftest import require_bwrap
 
@@ -252,3 +255,21 @@ async def test_a_seccomp_filter_refuses_the_dangerous_calls(boxed: LocalSandbox)
     assert lines.pop("getpid") == "ok", result
     assert set(lines.values()) == {"Operation not permitted"}, result
     assert result.stdout.splitlines()[-1] == "2"  # filter mode
+
+
+async def test_a_root_server_refuses_commands_where_bwrap_needs_a_user_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CAP_SYS_ADMIN (some containers' root), bubblewrap could only map the sandbox onto host root."""
+    require_bwrap()
+    if os.geteuid() != 0:
+        pytest.skip("only a root server makes its sandboxes without a user namespace")
+    assert local.root_bwrap_problem() is None  # here, as under CI, root's bubblewrap works
+    monkeypatch.setattr(local, "root_bwrap_problem", lambda: "bwrap: Creating new namespace failed: EPERM")
+    sandbox = await LocalBackend(tmp_path / "ws", policy=SandboxPolicy()).open("w")
+    assert sandbox.capabilities.isolation == "unavailable"
+    with pytest.raises(IsolationUnavailableError, match=r"runs as root.*Creating new namespace failed.*CAP_SYS_ADMIN"):
+        await sandbox.run_command("true")
+    with pytest.raises(SandboxError, match="--isolation bwrap cannot be honoured"):
+        LocalBackend(tmp_path / "ws", use_bwrap=True)
+    assert LocalBackend(tmp_path / "ws", use_bwrap=False).mode == "none"
