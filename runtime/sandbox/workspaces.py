@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from runtime.errors import ConflictError
+from runtime.errors import ConflictError, InvalidInputError
 from runtime.sandbox.base import SandboxError
 
 
@@ -68,6 +68,8 @@ def make_home(home: Path) -> None:
 
     A home that exists already keeps its mode (it may be a directory the user chose, ``--home .``);
     the directory of workspaces and each workspace in it are 0700 either way (``hand_over``)."""
+    if home.exists() and not home.is_dir():  # mkdir would say only "File exists"
+        raise InvalidInputError(f"the home {home} is a file, not a directory: give a directory with --home")
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
