@@ -10,8 +10,9 @@ server with its traceback, never leaked to the client.
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, TypeVar
 
@@ -98,9 +99,51 @@ def translate_tool(fn: AsyncFn[P, R]) -> AsyncFn[P, R]:
         try:
             return await fn(*args, **kwargs)
         except (UsageError, RunFailure, StoreError) as exc:
-            raise ToolError(describe(exc)) from exc
+            raise ToolError(clip_quotes(describe(exc), kwargs.values())) from exc
 
     return wrapper
+
+
+QUOTE_CHARS = 200
+"""The most of one argument's value an error quotes (CONTRACT §4)."""
+
+
+def clip_quotes(text: str, arguments: Iterable[Any]) -> str:
+    """``text`` with every quote of a long string of ``arguments`` (at any depth) cut to ``QUOTE_CHARS``.
+
+    A runtime error may quote what it refused (``no session 'ses_…'``, a schema check naming the
+    value). The arguments' bounds keep most quotes short; this keeps every one short, in any of the
+    spellings an error quotes a string in (as is, ``repr``, JSON).
+    """
+    if len(text) <= QUOTE_CHARS:
+        return text
+    for value in _long_strings(arguments):
+        for form in {value, repr(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}:
+            if len(form) > QUOTE_CHARS and form in text:
+                text = text.replace(form, _clipped(form, len(value)))
+    # A part of an argument (an id inside an import's text, say) quoted as a Python or JSON string.
+    return _LONG_QUOTE.sub(lambda m: m[1] + _clipped(m[2], len(m[2])) + m[1], text)
+
+
+_LONG_QUOTE = re.compile(rf"""(['"])([^'"\n]{{{QUOTE_CHARS + 1},}})\1""")
+
+
+def _clipped(quote: str, length: int) -> str:
+    return f"{quote[: QUOTE_CHARS - 40]}… ({length} characters)"
+
+
+def _long_strings(values: Iterable[Any]) -> Iterator[str]:
+    stack = list(values)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) > QUOTE_CHARS:
+                yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
 
 
 translate_resource = _translating(resource_errors)
@@ -109,6 +152,12 @@ translate_resource = _translating(resource_errors)
 
 _VALIDATION_HEAD = re.compile(r"^Error executing tool (?P<tool>[\w.-]+): \d+ validation errors? for \S+$")
 _PYDANTIC_DETAIL = re.compile(r"\s*\[type=.*\]\s*$")
+_WRONG_TYPE = re.compile(r"\[type=\w+_type,.*input_type=(?P<sent>\w+)\]\s*$")
+#: What a JSON value read by the SDK is called in JSON (pydantic reports Python's names).
+_JSON_TYPE = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean"}
+_JSON_TYPE |= {"dict": "an object", "list": "an array", "NoneType": "null"}
+_PYTHON_WORDS: tuple[tuple[str, str], ...] = (("a valid dictionary", "an object"), ("a valid list", "an array"))
+_PYTHON_WORDS += (("a valid integer", "an integer"), ("a valid", "a"))
 
 
 def concise_validation_text(text: str, accepted: Mapping[str, Sequence[str]] | None = None) -> str:
@@ -135,7 +184,7 @@ def concise_validation_text(text: str, accepted: Mapping[str, Sequence[str]] | N
             if "type=extra_forbidden" in line:
                 unknown.append(field)
             else:
-                problems.append(f"{field}: {_PYDANTIC_DETAIL.sub('', line.strip())}")
+                problems.append(f"{field}: {_problem(line.strip())}")
         else:
             field = line.strip() or field
     if unknown:
@@ -148,6 +197,18 @@ def concise_validation_text(text: str, accepted: Mapping[str, Sequence[str]] | N
         f"invalid arguments for {tool}: " + "; ".join(problems) + f". Fix them and call {tool} again "
         "(its inputSchema lists every argument, its type and its limits)."
     )
+
+
+def _problem(line: str) -> str:
+    """One of pydantic's problem lines in JSON's words, without the input it quotes; a wrong type says what came."""
+    wrong = _WRONG_TYPE.search(line)
+    text = _PYDANTIC_DETAIL.sub("", line)
+    if wrong is not None:
+        for python, json_word in _PYTHON_WORDS:
+            text = text.replace(python, json_word)
+        sent = _JSON_TYPE.get(wrong.group("sent"))
+        text += f", not {sent}" if sent else ""
+    return text
 
 
 def _names(fields: list[str]) -> str:

@@ -7,8 +7,10 @@
   (subscriptions, sampling clients, log level) and for its ``exit_stack`` (forget them on close).
 - The stream protocols a transport hands the low-level server are not exported publicly; we wrap
   the read stream of stdio and SSE (``rath_mcp.wire``) and so need their names.
-- ``MCPServer`` offers no way to refuse unknown tool arguments; each registered tool's argument
-  model is made to validate with ``extra="forbid"`` (``forbid_unknown_arguments``).
+- ``MCPServer`` offers no way to validate tool arguments strictly: it reads JSON text sent for a
+  non-string argument as the value it spells (the string ``"{}"`` becomes an object), validates in
+  pydantic's lax mode (``"7"`` becomes 7, ``"true"`` becomes True) and accepts unknown argument
+  names. Each registered tool's arguments are validated as sent instead (``strict_arguments``).
 - Our stdio transport serves its pipes on the event loop (``rath_mcp.stdio_pipes``) and so claims
   fd 0 and fd 1 the way the SDK's ``stdio_server`` claims them (``claim_stdin``, ``claim_stdout``).
 - A tool's ``_meta`` can only be given when it is added; the MCP App links tools that are registered
@@ -23,7 +25,7 @@ from typing import Any, BinaryIO
 
 from mcp.server import MCPServer
 from mcp.server.connection import Connection
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.server.session import ServerSession
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 
@@ -35,8 +37,8 @@ __all__ = [
     "claim_stdin",
     "claim_stdout",
     "connection_of",
-    "forbid_unknown_arguments",
     "lowlevel",
+    "strict_arguments",
 ]
 
 
@@ -57,32 +59,38 @@ def lowlevel(server: MCPServer) -> Any:
     return server._lowlevel_server
 
 
-def forbid_unknown_arguments(server: MCPServer) -> dict[str, list[str]]:
-    """Make every registered tool refuse argument names it does not declare; return each tool's names.
+class StrictArguments(FuncMetadata):
+    """A tool's arguments validated as sent: in pydantic's strict mode (``"7"`` is not an integer, ``1`` not a
+    boolean), argument names it does not declare refused, and no string read as the JSON it spells."""
 
-    Each argument model validates with ``extra="forbid"`` (so validation fails naming the stray
-    argument) and its config says so, and the published inputSchema gets ``additionalProperties:
-    false`` (a test checks it is the model's own schema). The models are not rebuilt: a strict
-    subclass of each cost ~4 ms of every cold start, so the SDK's ``model_validate`` call is given
-    pydantic's per-call ``extra`` instead.
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        model = self.arg_model.model_validate(arguments_to_validate, strict=True, extra="forbid")
+        return model.model_dump_one_level()
+
+
+def strict_arguments(server: MCPServer) -> dict[str, list[str]]:
+    """Make every registered tool validate its arguments strictly (``StrictArguments``); return each tool's names.
+
+    Each argument model's config says ``extra="forbid"`` (a stray argument fails validation naming
+    it), and the published inputSchema gets ``additionalProperties: false`` (a test checks it is the
+    model's own schema). The models are not rebuilt: a strict subclass of each cost ~4 ms of every
+    cold start, so validation is given pydantic's per-call ``strict`` and ``extra`` instead.
     """
     accepted: dict[str, list[str]] = {}
     for tool in server._tool_manager.list_tools():
-        model = tool.fn_metadata.arg_model
-        _refuse_extras(model)
+        meta = tool.fn_metadata
+        model = meta.arg_model
+        model.model_config["extra"] = "forbid"  # this model's own config (pydantic gives each class its own)
+        model.model_config["strict"] = True
+        tool.fn_metadata = StrictArguments(
+            arg_model=model,
+            output_schema=meta.output_schema,
+            output_model=meta.output_model,
+            wrap_output=meta.wrap_output,
+        )
         tool.parameters = {**tool.parameters, "additionalProperties": False}
         accepted[tool.name] = [field.alias or name for name, field in model.model_fields.items()]
     return accepted
-
-
-def _refuse_extras(model: type[ArgModelBase]) -> None:
-    validate = model.model_validate
-
-    def model_validate(obj: Any, **options: Any) -> ArgModelBase:
-        return validate(obj, **{"extra": "forbid", **options})
-
-    model.model_validate = model_validate  # type: ignore[method-assign]
-    model.model_config["extra"] = "forbid"  # this model's own config (pydantic gives each class its own)
 
 
 def add_tool_meta(server: MCPServer, name: str, meta: dict[str, Any]) -> None:

@@ -67,7 +67,7 @@ def build_server(
     tools.register_all(server, rt, RunWaiter(rt, heartbeat_s=heartbeat_s, sampling=client_sampling, clock=clock))
     apps.link_tools(server)
     tasks.install(server, rt)  # outside the argument checks' rewording, so a refused task reads the same
-    server.middleware.append(concise_validation_errors(sdk.forbid_unknown_arguments(server)))
+    server.middleware.append(concise_validation_errors(sdk.strict_arguments(server)))
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)
     resources.register_memory_resources(server, rt)

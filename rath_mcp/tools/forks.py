@@ -6,7 +6,7 @@ Thin: the runtime's ``rt.runs.checkpoints`` and ``rt.runs.fork`` do the work (se
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -15,7 +15,8 @@ from pydantic import Field
 
 from rath_mcp.errors import translate_tool
 from rath_mcp.models import MAX_INDEX, WireModel
-from rath_mcp.tools.runs import RunId, RunSummary, WaitS, summary_of
+from rath_mcp.tools.arguments import INSIDE, JsonObject, RunId, WaitS
+from rath_mcp.tools.runs import RunSummary, summary_of
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, cap
 from runtime import Runtime
@@ -52,8 +53,8 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
             int | None, Field(ge=0, le=MAX_INDEX, description="a checkpoint's seq (default: the latest)")
         ] = None,
         state_patch: Annotated[
-            dict[str, Any] | None,
-            Field(description="a JSON merge patch (RFC 7386) on the checkpoint's state: null deletes a key"),
+            JsonObject,
+            Field(description="a JSON merge patch (RFC 7386) on the checkpoint's state: null deletes a key" + INSIDE),
         ] = None,
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:

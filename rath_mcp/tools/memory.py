@@ -9,6 +9,7 @@ from pydantic import Field
 
 from rath_mcp.errors import translate_tool
 from rath_mcp.models import WireModel
+from rath_mcp.tools.arguments import QUERY_CHARS, URI_CHARS, MemoryId, MemoryPath, SessionId, Tags, Text
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from runtime import InvalidInputError, Runtime
 
@@ -53,10 +54,10 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def memory_remember(
-        content: str,
+        content: Annotated[Text, Field(description="the text to remember")],
         scope: Scope = "user",
-        path: Annotated[str | None, Field(description="where under the scope; defaults to the new id")] = None,
-        tags: list[str] | None = None,
+        path: MemoryPath = None,
+        tags: Tags = None,
     ) -> Remembered:
         """Remember a piece of text at memory://{scope}/{path}; it is searchable at once."""
         item = await rt.memory.remember(content, scope=scope, path=path, tags=tags or ())
@@ -65,7 +66,9 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @server.tool(annotations=READ_ONLY)
     @translate_tool
     async def memory_recall(
-        query: str, k: Annotated[int, Field(ge=1, le=100)] = 5, scope: Scope | None = None
+        query: Annotated[str, Field(max_length=QUERY_CHARS, description="the words to look for")],
+        k: Annotated[int, Field(ge=1, le=100)] = 5,
+        scope: Scope | None = None,
     ) -> Recall:
         """Find the remembered items that best match a query (BM25), best first."""
         hits = await rt.memory.recall(query, k=k, scope=scope)
@@ -86,7 +89,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
 
     @server.tool(annotations=WRITES)
     @translate_tool
-    async def memory_commit(session_id: str, scope: Scope = "session") -> Committed:
+    async def memory_commit(session_id: SessionId, scope: Scope = "session") -> Committed:
         """Archive a session's transcript in memory and remember the facts picked out of it."""
         result = await rt.memory.commit(session_id, scope=scope)
         return Committed(
@@ -98,7 +101,10 @@ def register(server: MCPServer, rt: Runtime) -> None:
 
     @server.tool(annotations=WRITES)
     @translate_tool
-    async def memory_forget(memory_id: str | None = None, uri: str | None = None) -> Forgotten:
+    async def memory_forget(
+        memory_id: MemoryId = None,
+        uri: Annotated[str | None, Field(max_length=URI_CHARS, description="memory://{scope}/{path}")] = None,
+    ) -> Forgotten:
         """Delete one remembered item, by memory_id or by uri (give exactly one)."""
         if (memory_id is None) == (uri is None):
             raise InvalidInputError("memory_forget needs exactly one of memory_id or uri")

@@ -16,13 +16,30 @@ from pydantic import Field
 
 from rath_mcp.errors import translate_tool
 from rath_mcp.models import MAX_INDEX, JsonValue, WireModel
+from rath_mcp.tools.arguments import (
+    ID_CHARS,
+    INSIDE,
+    NAME_CHARS,
+    DeadlineS,
+    EffectId,
+    IdempotencyKey,
+    InterruptId,
+    JsonArgument,
+    JsonObject,
+    OptionalText,
+    Reason,
+    RunCursor,
+    RunId,
+    RunStatus,
+    Text,
+    TimeoutS,
+    WaitS,
+    WorkflowName,
+)
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
 from runtime import InvalidInputError, Runtime
 from runtime.durable.models import TERMINAL, Run
-
-RunId = Annotated[str, Field(description="a run id, run_…")]
-WaitS = Annotated[float, Field(ge=0, description="seconds to wait for the run to settle (capped at 50)")]
 
 
 class ForkedFrom(WireModel):
@@ -150,17 +167,15 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def run_start(
-        workflow: str,
+        workflow: WorkflowName,
         ctx: Context,
-        session_id: Annotated[str | None, Field(description="input session")] = None,
+        session_id: Annotated[str | None, Field(max_length=ID_CHARS, description="input session, ses_…")] = None,
         message: Annotated[
-            str | None, Field(description="a user message: starts a new session, or is appended")
+            OptionalText, Field(description="a user message: starts a new session, or is appended")
         ] = None,
-        input: dict[str, Any] | None = None,
-        idempotency_key: Annotated[
-            str | None, Field(description="the same request repeated with this key returns the same run")
-        ] = None,
-        deadline_s: Annotated[float | None, Field(gt=0)] = None,
+        input: Annotated[JsonObject, Field(description="the workflow's input (see workflow_list)" + INSIDE)] = None,
+        idempotency_key: IdempotencyKey = None,
+        deadline_s: DeadlineS = None,
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:
         """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
@@ -185,24 +200,22 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
-    async def run_wait(
-        run_id: RunId, ctx: Context, timeout_s: Annotated[float, Field(ge=0)] = 25
-    ) -> RunSummary | InputRequiredResult:
+    async def run_wait(run_id: RunId, ctx: Context, timeout_s: TimeoutS = 25) -> RunSummary | InputRequiredResult:
         """Wait (at most timeout_s, capped at 50) until the run is finished, waiting on a human, or still going."""
         return summary_of(await waiter.wait(ctx, run_id, cap(timeout_s)), rt)
 
     @server.tool(annotations=WRITES)
     @translate_tool
-    async def run_cancel(run_id: RunId, reason: str | None = None) -> RunSummary:
+    async def run_cancel(run_id: RunId, reason: Reason = None) -> RunSummary:
         """Cancel a run (a running step is stopped). Cancelling a finished run changes nothing."""
         return RunSummary.of(await rt.runs.cancel(run_id, reason), rt)
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
     async def run_list(
-        status: str | None = None,
-        workflow: str | None = None,
-        cursor: str | None = None,
+        status: RunStatus | None = None,
+        workflow: Annotated[str | None, Field(max_length=NAME_CHARS, description="a workflow's name")] = None,
+        cursor: RunCursor = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
     ) -> RunList:
         """Runs, newest first, optionally of one status or workflow."""
@@ -223,18 +236,20 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
-    async def interrupt_list(run_id: RunId | None = None) -> InterruptList:
+    async def interrupt_list(
+        run_id: Annotated[str | None, Field(max_length=ID_CHARS, description="a run id, run_…")] = None,
+    ) -> InterruptList:
         """Pending interrupts (of one run, or of all runs), oldest first."""
         return InterruptList(interrupts=[i.public() for i in await rt.runs.interrupts(run_id)])
 
     @server.tool(annotations=WRITES)
     @translate_tool
     async def interrupt_resolve(
-        interrupt_id: str,
+        interrupt_id: InterruptId,
         ctx: Context,
         action: Literal["approve", "edit", "reject", "respond"],
-        value: Annotated[JsonValue, Field(description="the answer (edit/respond): any JSON value")] = None,
-        reason: str | None = None,
+        value: Annotated[JsonArgument, Field(description="the answer (edit/respond): any JSON value" + INSIDE)] = None,
+        reason: Reason = None,
     ) -> RunSummary:
         """Decide a pending interrupt; its run is queued to resume."""
         return RunSummary.of(
@@ -252,9 +267,9 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def effect_resolve(
-        effect_id: str,
+        effect_id: EffectId,
         outcome: Literal["applied", "not_applied"],
-        result: Annotated[JsonValue, Field(description="what the effect returned, when applied")] = None,
+        result: Annotated[JsonArgument, Field(description="what the effect returned, when applied" + INSIDE)] = None,
     ) -> RunSummary:
         """Settle an ambiguous effect: applied (with its result) or not_applied (it will run again)."""
         return RunSummary.of(await rt.runs.resolve_effect(effect_id, outcome, result), rt)
@@ -262,11 +277,13 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def delegate(
-        task: str,
+        task: Annotated[Text, Field(description="what should be done, in words")],
         ctx: Context,
-        workflow: str = "agent",
+        workflow: WorkflowName = "agent",
         wait_s: WaitS = 25,
-        idempotency_key: Annotated[str | None, Field(description="the same task and key return the same run")] = None,
+        idempotency_key: Annotated[
+            IdempotencyKey, Field(description="the same task and key return the same run")
+        ] = None,
     ) -> Delegation | InputRequiredResult:
         """Hand a task to a workflow in one call: returns the final answer, or a run handle if it takes longer."""
         run_id = waiter.resumed_run_id(ctx)

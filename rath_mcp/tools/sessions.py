@@ -24,14 +24,24 @@ from rath_mcp.models import (
     SessionPage,
     SessionSummary,
 )
-from runtime import Runtime
+from rath_mcp.tools.arguments import (
+    INSIDE,
+    JSONL_CHARS,
+    JsonObject,
+    OptionalText,
+    SessionCursor,
+    SessionId,
+    SessionIds,
+    Text,
+    Workspace,
+)
+from runtime import InvalidInputError, Runtime
 from runtime.sessions import Placement
 
 Role = Literal["user", "assistant", "system"]
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-SessionId = Annotated[str, Field(description="a session id, ses_…")]
 Limit = Annotated[int, Field(ge=1, le=500, description="page size, 1..500")]
 
 
@@ -55,11 +65,11 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def session_create(
-        message: Annotated[str | None, Field(description="first message of the session")] = None,
+        message: Annotated[OptionalText, Field(description="first message of the session")] = None,
         role: Annotated[Role, Field(description="kind of the first message")] = "user",
-        system: Annotated[str | None, Field(description="a system prompt, placed first")] = None,
-        workspace: Annotated[str | None, Field(description="sandbox workspace name for the session's tools")] = None,
-        metadata: dict[str, Any] | None = None,
+        system: Annotated[OptionalText, Field(description="a system prompt, placed first")] = None,
+        workspace: Workspace = None,
+        metadata: Annotated[JsonObject, Field(description="JSON kept with the session" + INSIDE)] = None,
     ) -> SessionSummary:
         """Create a new root session, optionally with a system prompt and a first message."""
         chunks: list[dict[str, Any]] = []
@@ -72,7 +82,9 @@ def register(server: MCPServer, rt: Runtime) -> None:
 
     @server.tool(annotations=WRITES)
     @translate_tool
-    async def session_append(session_id: SessionId, content: str, role: Role = "user") -> SessionSummary:
+    async def session_append(
+        session_id: SessionId, content: Annotated[Text, Field(description="the message")], role: Role = "user"
+    ) -> SessionSummary:
         """Append a message; returns the id of the new snapshot (the old one is unchanged)."""
         return SessionSummary.of(await rt.sessions.append(session_id, [{"kind": role, "content": content}]))
 
@@ -93,7 +105,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool
-    async def session_list(cursor: str | None = None, limit: Limit = 50) -> SessionList:
+    async def session_list(cursor: SessionCursor = None, limit: Limit = 50) -> SessionList:
         """Sessions, newest first, one page at a time."""
         page, next_cursor = await rt.sessions.page(cursor, limit)
         return SessionList(sessions=[SessionSummary.of(i) for i in page], next_cursor=next_cursor)
@@ -116,7 +128,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @server.tool(annotations=WRITES)
     @translate_tool
     async def session_merge(
-        session_ids: Annotated[list[str], Field(min_length=2, description="two or more session ids")],
+        session_ids: SessionIds,
         strategy: Literal["append", "concat"] = "append",
     ) -> SessionSummary:
         """Merge branches: their shared history once, then each branch's own chunks in argument order."""
@@ -138,7 +150,17 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @translate_tool
     async def session_export(session_id: SessionId) -> Annotated[CallToolResult, ExportResult]:
         """The session as JSONL (header, chunks with content, then its ancestry) for session_import."""
-        text = await rt.sessions.export_jsonl(session_id)
+        lines: list[str] = []
+        size = 0
+        async for line in rt.sessions.export_lines(session_id):  # stops at the limit: the work stays bounded
+            size += len(line)
+            if size > JSONL_CHARS:
+                raise InvalidInputError(
+                    f"session {session_id} exports to more than {JSONL_CHARS} characters, more than session_import "
+                    "takes; read it a page at a time with session_get instead"
+                )
+            lines.append(line)
+        text = "".join(lines)
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=ExportResult(session_id=session_id, jsonl=text).model_dump(mode="json"),
@@ -146,6 +168,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
 
     @server.tool(annotations=WRITES)
     @translate_tool
-    async def session_import(jsonl: Annotated[str, Field(description="text made by session_export")]) -> SessionSummary:
+    async def session_import(
+        jsonl: Annotated[str, Field(max_length=JSONL_CHARS, description="text made by session_export")],
+    ) -> SessionSummary:
         """Restore an exported session under its own id, with its lineage (importing twice is a no-op)."""
         return SessionSummary.of(await rt.sessions.import_jsonl(jsonl, check_placement=_placement_check(rt)))

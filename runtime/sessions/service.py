@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 
+import anyio.to_thread
+
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.ids import check_id_search
 from runtime.sessions import jsonl
@@ -33,6 +35,7 @@ SMALL_WRITE_CHARS = 64_000
 #: Chunks per read when a whole session is streamed (``pages``): a page costs the same wherever it
 #: starts, so a long session streams in time linear in its length and memory of one page.
 STREAM_PAGE = 500
+INLINE_PARSE_CHARS = 16_000  # an import this small parses in about a millisecond: not worth a thread hop
 
 
 class SessionService:
@@ -353,7 +356,10 @@ class SessionService:
         (the sandbox registry's check, which this layer does not know) vets the header's placement,
         and every parent must be here already or come with the export's ancestors.
         """
-        doc = jsonl.parse(text)
+        # Parsing is CPU work proportional to the text (a line of JSON and a model check each): a large
+        # import is parsed on a worker thread, so the event loop goes on serving other requests meanwhile.
+        parse_here = not isinstance(text, str) or len(text) <= INLINE_PARSE_CHARS
+        doc = jsonl.parse(text) if parse_here else await anyio.to_thread.run_sync(jsonl.parse, text)
         header = doc.header
         if check_placement is not None:
             check_placement(header.placement)
