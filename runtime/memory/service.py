@@ -11,6 +11,8 @@ import builtins
 import hashlib
 from collections.abc import Sequence
 
+import anyio.to_thread
+
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.ids import check_id_search, is_id, new_id
 from runtime.memory import text
@@ -33,6 +35,11 @@ from runtime.sessions.service import SessionService
 
 MAX_K = 100
 MAX_QUERY_TERMS = 128  # a pasted document as a query: its first 128 distinct terms are plenty, and cheap
+#: Characters of content one recall scans for its snippets, shared among its hits (each gets at least
+#: SNIPPET_MIN_SCAN): a snippet is cut on the event loop, and k long items must not hold it up.
+SNIPPET_SCAN = 100_000
+SNIPPET_MIN_SCAN = 1_000
+INLINE_SNIPPET_SCAN = 10_000  # about a millisecond of scanning: more goes to a worker thread
 MAX_LIST = 1000
 MAX_SOURCE_CHARS = 200
 SUPERSEDE_DEPTH = 20  # how far up the lineage commit looks for earlier transcripts of a conversation
@@ -86,7 +93,8 @@ class MemoryService:
 
         Only items sharing at least one term with the query are returned, each with a score > 0.
         A query with no searchable words (only punctuation, say) has no hits; a very long query
-        counts its first ``MAX_QUERY_TERMS`` distinct terms.
+        counts its first ``MAX_QUERY_TERMS`` distinct terms. A snippet of a very long item is found in its
+        first ``SNIPPET_SCAN`` characters divided among the hits.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("recall needs a non-empty query: the words to look for")
@@ -96,16 +104,19 @@ class MemoryService:
             check_scope(scope)
         terms = text.query_terms(query)[:MAX_QUERY_TERMS]
         found = await self.store.search(terms, k, scope)
+        scan = max(SNIPPET_MIN_SCAN, SNIPPET_SCAN // max(1, len(found)))
+
+        def snippets() -> builtins.list[str]:
+            return [text.snippet(f.item.content, terms, scan=scan) for f in found]
+
+        # Cutting snippets is CPU work on the text scanned: a little is done here, more on a worker thread.
+        scanned = sum(min(scan, len(f.item.content)) for f in found)
+        cut = snippets() if scanned <= INLINE_SNIPPET_SCAN else await anyio.to_thread.run_sync(snippets)
         return [
             MemoryHit(
-                memory_id=f.item.id,
-                uri=f.item.uri,
-                score=f.score,
-                snippet=text.snippet(f.item.content, terms),
-                tags=f.item.tags,
-                source=f.item.source,
+                memory_id=f.item.id, uri=f.item.uri, score=f.score, snippet=s, tags=f.item.tags, source=f.item.source
             )
-            for f in found
+            for f, s in zip(found, cut, strict=True)
         ]
 
     async def get(self, memory_id: str) -> MemoryItem:

@@ -19,7 +19,6 @@ re-tokenizing it yields exactly them.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -113,35 +112,64 @@ def match_expression(terms: Iterable[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def _pattern(term: str) -> re.Pattern[str]:
-    if any(is_cjk(c) for c in term):
-        return re.compile(re.escape(term))
-    return re.compile(rf"(?<!\w){re.escape(term)}(?!\w)", re.IGNORECASE)
+@functools.lru_cache(maxsize=64)
+def _words_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern finding any of ``words`` whole (not inside a longer word), longest first: one pass over a
+    text instead of one per word. (Plain alternatives: with a group each, ``re`` tries them ~25x slower.)"""
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
 
 
-def snippet(content: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
-    """The ``width``-character window of ``content`` holding the most distinct query terms.
+@functools.lru_cache(maxsize=64)
+def _split(terms: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]:
+    """``terms`` as words (and each lower-cased to itself) and CJK terms: worked out once per query, not per hit."""
+    cjk = tuple(t for t in terms if any(is_cjk(c) for c in t))
+    words = tuple(t for t in terms if t not in cjk)
+    return words, {w.lower(): w for w in words}, cjk
 
-    Found on the original text (not the normalised body), so what is shown is what was stored;
-    a term we cannot locate verbatim (say, after NFKC folding) just does not steer the window.
-    """
+
+def _hits(content: str, terms: tuple[str, ...]) -> list[tuple[int, str]]:
+    """Where the terms occur in ``content`` (at most 51 places a term), in order. CJK terms match anywhere,
+    each in a pass of its own (a character and the bigram it starts overlap)."""
     hits: list[tuple[int, str]] = []
-    for term in terms:
-        for n, m in enumerate(_pattern(term).finditer(content)):
+    words, lowered, cjk = _split(terms)
+    found: dict[str, int] = {}
+    if words:
+        for m in _words_pattern(words).finditer(content):
+            term = lowered.get(m.group().lower(), m.group())
+            if (n := found.get(term, 0)) <= 50:
+                found[term] = n + 1
+                hits.append((m.start(), term))
+    for term in cjk:
+        for n, m in enumerate(re.finditer(re.escape(term), content, re.IGNORECASE)):
             hits.append((m.start(), term))
             if n >= 50:
                 break
     hits.sort()
-    start = 0
-    best = 0
-    for i, (pos, _) in enumerate(hits):
-        covered = set()
-        for p, t in itertools.islice(hits, i, None):
-            if p >= pos + width - 20:
-                break  # hits are sorted: none further on is in this window
-            covered.add(t)
-        if len(covered) > best:
-            best, start = len(covered), pos
+    return hits
+
+
+def snippet(content: str, terms: Iterable[str], width: int = SNIPPET_CHARS, scan: int | None = None) -> str:
+    """The ``width``-character window of ``content`` holding the most distinct query terms.
+
+    Found on the original text (not the normalised body), so what is shown is what was stored;
+    a term we cannot locate verbatim (say, after NFKC folding) just does not steer the window.
+    ``scan``: look for the terms in the first ``scan`` characters only (a recall bounds its work).
+    """
+    hits = _hits(content if scan is None else content[:scan], tuple(dict.fromkeys(terms)))
+    start = best = 0
+    inside: dict[str, int] = {}  # the terms of the hits from this one up to ``right`` (a sliding window)
+    right = 0
+    for pos, term in hits:
+        while right < len(hits) and hits[right][0] < pos + width - 20:
+            inside[hits[right][1]] = inside.get(hits[right][1], 0) + 1
+            right += 1
+        if len(inside) > best:
+            best, start = len(inside), pos
+        if (left := inside[term] - 1) == 0:
+            del inside[term]
+        else:
+            inside[term] = left
     if start:
         start = max(0, start - 20)
         space = content.rfind(" ", max(0, start - 20), start + 1)
