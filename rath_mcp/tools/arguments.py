@@ -35,6 +35,8 @@ TEXT_CHARS = 200_000
 """One message (a chunk's content, a system prompt, a delegated task): the size memory takes as one item."""
 JSONL_CHARS = 1_000_000
 """An export to import (``session_export`` refuses to make a larger one, so what it makes imports)."""
+PAGE_CHARS = 1_000_000
+"""The content one ``session_get`` page holds at most (besides at least one chunk): an answer's size is bounded too."""
 URI_CHARS = len("memory://resources/") + MAX_PATH_CHARS
 """A ``memory://`` URI: the longest scope and the longest path."""
 LIST_ITEMS = 64

@@ -27,6 +27,7 @@ from rath_mcp.models import (
 from rath_mcp.tools.arguments import (
     INSIDE,
     JSONL_CHARS,
+    PAGE_CHARS,
     JsonObject,
     OptionalText,
     SessionCursor,
@@ -36,7 +37,7 @@ from rath_mcp.tools.arguments import (
     Workspace,
 )
 from runtime import InvalidInputError, Runtime
-from runtime.sessions import Placement
+from runtime.sessions import Chunk, Placement
 
 Role = Literal["user", "assistant", "system"]
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -57,6 +58,17 @@ def _placement_check(rt: Runtime) -> Callable[[Placement], Placement]:
         return rt.sandboxes.placement(placement.workspace, placement.backend)
 
     return check
+
+
+def _fitting(chunks: list[Chunk]) -> int:
+    """How many of ``chunks`` (at least one) a page holds within ``PAGE_CHARS`` of content: one answer's
+    size, and so the work of sending it, stays bounded however long a session's messages are."""
+    size = 0
+    for n, chunk in enumerate(chunks):
+        size += len(chunk.content)
+        if size > PAGE_CHARS and n > 0:
+            return n
+    return len(chunks)
 
 
 def register(server: MCPServer, rt: Runtime) -> None:
@@ -93,8 +105,10 @@ def register(server: MCPServer, rt: Runtime) -> None:
     async def session_get(
         session_id: SessionId, offset: Annotated[int, Field(ge=0, le=MAX_INDEX)] = 0, limit: Limit = 50
     ) -> SessionPage:
-        """A session's fields and one page of its chunks (oldest first)."""
+        """A session's fields and one page of its chunks (oldest first): at most limit chunks, and no more
+        than about 1,000,000 characters of content (then next_offset says where to go on)."""
         info, chunks = await rt.sessions.window(session_id, offset, limit)
+        chunks = chunks[: _fitting(chunks)]
         end = offset + len(chunks)
         return SessionPage.of(
             info,

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.server import MCPServer
 
 from rath_mcp.errors import QUOTE_CHARS
-from rath_mcp.tools.arguments import JSONL_CHARS, TEXT_CHARS
+from rath_mcp.tools.arguments import JSONL_CHARS, PAGE_CHARS, TEXT_CHARS
 from tests.mcp.conftest import call, call_error, text_of
 
 pytestmark = pytest.mark.anyio
@@ -262,3 +262,14 @@ async def test_an_export_is_at_most_what_an_import_takes(client: Client) -> None
     jsonl = (await call(client, "session_export", session_id=sid))["jsonl"]
     assert JSONL_CHARS - TEXT_CHARS < len(jsonl) <= JSONL_CHARS
     assert (await call(client, "session_import", jsonl=jsonl))["session_id"] == sid
+
+
+async def test_a_page_of_long_messages_holds_about_a_million_characters(client: Client) -> None:
+    """An answer's size is bounded too: a page stops before PAGE_CHARS of content and says where to go on."""
+    sid = (await call(client, "session_create", message="a" * TEXT_CHARS))["session_id"]
+    for _ in range(7):
+        sid = (await call(client, "session_append", session_id=sid, content="a" * TEXT_CHARS))["session_id"]
+    first = await call(client, "session_get", session_id=sid, limit=500)
+    assert len(first["chunks"]) == PAGE_CHARS // TEXT_CHARS and first["next_offset"] == PAGE_CHARS // TEXT_CHARS
+    rest = await call(client, "session_get", session_id=sid, offset=first["next_offset"], limit=500)
+    assert len(rest["chunks"]) == 8 - len(first["chunks"]) and rest["next_offset"] is None
