@@ -14,12 +14,20 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
+import anyio.to_thread
+
 from runtime.sessions.model import Chunk, Session
 
 MAX_EXTRACTED = 20
 _QUESTION_CHARS = 300
 _ANSWER_CHARS = 1500
 _STATEMENT_CHARS = 500
+#: A longer "sentence" (text without sentence ends, a pasted log) is not a statement about the user, and
+#: the statement pattern's ``.*`` would cost about its length squared: such text is not searched.
+_SENTENCE_CHARS = 1_000
+#: Text this long is searched for statements on a worker thread (a long conversation takes ~0.2 s a
+#: million characters), so the event loop goes on serving others meanwhile.
+_INLINE_CHARS = 20_000
 
 
 @runtime_checkable
@@ -63,7 +71,7 @@ def user_statements(chunks: Sequence[Chunk]) -> list[str]:
             continue
         for sentence in _SENTENCE_END.split(chunk.content):
             sentence = sentence.strip()
-            if len(sentence) >= 4 and not _is_question(sentence) and _STATEMENT.search(sentence):
+            if 4 <= len(sentence) <= _SENTENCE_CHARS and not _is_question(sentence) and _STATEMENT.search(sentence):
                 out.append(_clip(sentence, _STATEMENT_CHARS))
     return out
 
@@ -86,7 +94,10 @@ class HeuristicExtractor:
         self.max_items = max_items
 
     async def __call__(self, chunks: list[Chunk]) -> list[str]:
-        found = user_statements(chunks)
+        if sum(len(c.content) for c in chunks if c.kind == "user") <= _INLINE_CHARS:
+            found = user_statements(chunks)
+        else:
+            found = await anyio.to_thread.run_sync(user_statements, chunks)
         answer = final_answer(chunks)
         if answer is not None:
             found.append(answer)

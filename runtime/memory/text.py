@@ -88,7 +88,10 @@ def _letter_runs(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """The search terms of ``text``, in order; repeated terms are kept (they are term frequency)."""
     out: list[str] = []
-    for cjk, word in _tokens().findall(unicodedata.normalize("NFKC", text)):
+    # finditer, not findall: findall is one call that holds the GIL for the whole text (150 ms for two
+    # million characters, the event loop waiting all along when this runs on a worker thread).
+    for match in _tokens().finditer(unicodedata.normalize("NFKC", text)):
+        cjk, word = match.groups()
         for letters in _letter_runs(cjk) if cjk else ():
             out.extend(letters)
             out.extend(letters[i : i + 2] for i in range(len(letters) - 1))

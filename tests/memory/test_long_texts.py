@@ -1,0 +1,37 @@
+"""Long texts cost bounded work in memory: statements are looked for in sentences, not in pasted blobs.
+
+The default extractor searches each user sentence with a pattern whose cost grows with the square
+of a sentence's length; text without sentence ends (a pasted log, a generated blob) is not a
+statement about the user and is not searched. Commit still archives it whole, and recall finds it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime import Runtime
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_commit_keeps_statements_and_skips_a_blob_without_sentence_ends(rt: Runtime) -> None:
+    blob = "I prefer " + "x" * 5_000 + " always"  # one 5,000-character "sentence"
+    session = await rt.sessions.create(
+        [{"kind": "user", "content": "I prefer green tea. " + blob}, {"kind": "assistant", "content": "Noted."}]
+    )
+    result = await rt.memory.commit(session.id)
+    extracted = [item.content for item in result.items]
+    assert "I prefer green tea." in extracted
+    assert not any("xxxx" in text and not text.startswith("Asked:") for text in extracted)
+    hits = await rt.memory.recall("always", scope="session")  # a word found only in the blob: archived whole
+    assert [h.uri for h in hits] == [result.archived_uri]
+
+
+async def test_a_commit_of_a_long_conversation_finds_its_statements(rt: Runtime) -> None:
+    """Past the inline size the search runs on a worker thread and finds the same statements."""
+    filler = "The weather report said rain. " * 2_000
+    session = await rt.sessions.create(
+        [{"kind": "user", "content": filler + "My name is Ann. " + filler}, {"kind": "assistant", "content": "Hi Ann."}]
+    )
+    extracted = [item.content for item in (await rt.memory.commit(session.id)).items]
+    assert "My name is Ann." in extracted
