@@ -1,6 +1,6 @@
 """Head-of-line blocking: does one client's largest requests hold up another client's small ones?
 
-One command:  .venv/bin/python -m bench.headofline [--rounds 6] [--pings 300]
+One command:  .venv/bin/python -m bench.headofline [--rounds 6] [--pings 300] [--only TOOL,…]
 
 Starts ``rath-mcp serve --transport http`` on 127.0.0.1 with a throwaway home. A pinging client
 (this process, the Python SDK over Streamable HTTP) sends ``ping`` requests back to back and times
@@ -38,6 +38,7 @@ from rath_mcp.tools.arguments import JSONL_CHARS, QUERY_CHARS, TEXT_CHARS
 from tests.transports._servers import http_server
 
 TARGET_RATIO = 2.0
+TOOLS = ("session_create", "session_append", "memory_remember", "memory_recall", "session_import")
 
 
 def words(count: int, width: int) -> str:
@@ -88,11 +89,11 @@ def largest_import(template: tuple[dict[str, Any], dict[str, Any]], n: int) -> s
     return "\n".join(lines) + "\n"
 
 
-async def load(url: str) -> None:
+async def load(url: str, only: list[str]) -> None:
     """The loading client: on ``go`` from stdin, send maximal requests until ``stop``; acknowledge each."""
     async with Client(url, mode="legacy") as client:
         template = await import_template(client)
-        requests = maximal_requests()
+        requests = [(tool, arguments) for tool, arguments in maximal_requests() if tool in only]
         sid = (await checked(client, "session_create", {"message": "base"}))["session_id"]
         sent = 0
         print("ready", flush=True)
@@ -155,14 +156,14 @@ def p99(seconds: list[float]) -> float:
     return statistics.quantiles(seconds, n=100)[-1] * 1000
 
 
-async def main(rounds: int, count: int) -> int:
+async def main(rounds: int, count: int, only: list[str]) -> int:
     warnings.filterwarnings("ignore", "ping is removed", MCPDeprecationWarning)  # the pinger speaks the legacy era
     with tempfile.TemporaryDirectory(prefix="rath-bench-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
         async with http_server("http", home) as server:
             url = f"{server.base}/mcp"
-            argv = [sys.executable, "-m", "bench.headofline", "--load", url]
+            argv = [sys.executable, "-m", "bench.headofline", "--load", url, "--only", ",".join(only)]
             process = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
             loader = Loader(process)
             try:
@@ -174,7 +175,7 @@ async def main(rounds: int, count: int) -> int:
                 await process.wait()
     ratio = p99(loaded) / p99(alone)
     print(f"ping round trips over Streamable HTTP: {rounds} rounds of {count} pings alone, then {count} while")
-    print(f"another client sent maximal requests ({sent} of them, in turn: create, append, remember, recall, import)\n")
+    print(f"another client sent maximal requests ({sent} of them, in turn: {', '.join(only)})\n")
     print("| pings | p50 ms | p99 ms | x alone (p99) | target |")
     print("|---|---:|---:|---:|---|")
     for name, sample in (("alone", alone), ("beside maximal requests", loaded)):
@@ -203,9 +204,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6, help="rounds of pings alone, then beside the load (default 6)")
     parser.add_argument("--pings", type=int, default=300, help="pings per side per round (default 300)")
+    parser.add_argument("--only", default=",".join(TOOLS), help="the tools the loader calls, in turn (default: all)")
     parser.add_argument("--load", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:
-        anyio.run(load, args.load)
+        anyio.run(load, args.load, args.only.split(","))
     else:
-        sys.exit(anyio.run(main, args.rounds, args.pings))
+        sys.exit(anyio.run(main, args.rounds, args.pings, args.only.split(",")))

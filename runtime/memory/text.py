@@ -85,8 +85,33 @@ def _letter_runs(run: str) -> list[str]:
     return "".join(kept).split()
 
 
+#: Characters of ASCII text one C call tokenizes: a call holds the GIL throughout, and a memory is
+#: tokenized on the store's writer thread while the event loop waits for the GIL to serve others.
+_ASCII_PIECE = 32_768
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+_ASCII_GAP = re.compile(r"[^a-z0-9]")
+
+
+def _ascii_tokens(text: str) -> list[str]:
+    """``tokenize`` of ASCII text (which NFKC leaves alone, whose letters fold by ``lower``): a regex pass
+    a piece at a time, about ten times faster than a Python step a token."""
+    low = text.lower()
+    out: list[str] = []
+    start = 0
+    while start < len(low):
+        end = start + _ASCII_PIECE
+        if end < len(low):  # cut where no token is: at the first separator from there on
+            gap = _ASCII_GAP.search(low, end)
+            end = gap.start() if gap else len(low)
+        out += _ASCII_TOKEN.findall(low, start, end)
+        start = end
+    return out
+
+
 def tokenize(text: str) -> list[str]:
     """The search terms of ``text``, in order; repeated terms are kept (they are term frequency)."""
+    if text.isascii():
+        return _ascii_tokens(text)
     out: list[str] = []
     # finditer, not findall: findall is one call that holds the GIL for the whole text (150 ms for two
     # million characters, the event loop waiting all along when this runs on a worker thread).

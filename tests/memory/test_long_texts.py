@@ -1,4 +1,5 @@
-"""Long texts cost bounded work in memory: statements are looked for in sentences, not in pasted blobs.
+"""Long texts cost bounded work in memory: statements are looked for in sentences, not in pasted blobs,
+and ASCII text is tokenized by a regex pass a piece at a time.
 
 The default extractor searches each user sentence with a pattern whose cost grows with the square
 of a sentence's length; text without sentence ends (a pasted log, a generated blob) is not a
@@ -7,9 +8,13 @@ statement about the user and is not searched. Commit still archives it whole, an
 
 from __future__ import annotations
 
+import random
+import string
+
 import pytest
 
 from runtime import Runtime
+from runtime.memory.text import tokenize
 
 pytestmark = pytest.mark.anyio
 
@@ -35,3 +40,15 @@ async def test_a_commit_of_a_long_conversation_finds_its_statements(rt: Runtime)
     )
     extracted = [item.content for item in (await rt.memory.commit(session.id)).items]
     assert "My name is Ann." in extracted
+
+
+def test_ascii_text_is_tokenized_as_any_text_is() -> None:
+    """ASCII takes a fast path (a regex pass a piece at a time); it must give exactly the general path's terms.
+
+    The general path is reached by adding one non-ASCII word ("é", a term of its own) at the end."""
+    rnd = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + " _-.,\n\t'\"!?/"
+    texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 300))) for _ in range(500)]
+    texts += ["a" * 100_000 + " tail", " ".join(f"w{i:07d}" for i in range(30_000)), "x" * 70_000]
+    for text in texts:
+        assert tokenize(text) == tokenize(text + " é")[:-1], text[:80]
