@@ -48,18 +48,19 @@ def tool_errors() -> Iterator[None]:
 
 
 @contextmanager
-def resource_errors() -> Iterator[None]:
-    """Turn runtime errors raised while reading a resource into MCP resource errors."""
+def resource_errors(arguments: Iterable[Any] = ()) -> Iterator[None]:
+    """Turn runtime errors raised while reading a resource into MCP resource errors (quoting little of
+    ``arguments``, the URI's parts)."""
     try:
         yield
     except UsageError as exc:  # an id that is not an id names no resource either: Invalid params, like a missing one
-        raise ResourceNotFoundError(str(exc)) from exc
+        raise ResourceNotFoundError(clip_quotes(str(exc), arguments)) from exc
     except (RunFailure, StoreError) as exc:
-        raise ResourceError(describe(exc)) from exc
+        raise ResourceError(clip_quotes(describe(exc), arguments)) from exc
 
 
 @contextmanager
-def protocol_errors() -> Iterator[None]:
+def protocol_errors(arguments: Iterable[Any] = ()) -> Iterator[None]:
     """Turn runtime errors into JSON-RPC errors, for handlers without an error result (prompts, subscribe).
 
     The SDK replaces any other exception from a prompt with a generic text; ``MCPError`` passes through.
@@ -67,18 +68,21 @@ def protocol_errors() -> Iterator[None]:
     try:
         yield
     except UsageError as exc:
-        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+        raise MCPError(INVALID_PARAMS, clip_quotes(str(exc), arguments)) from exc
     except (RunFailure, StoreError) as exc:
-        raise MCPError(INTERNAL_ERROR, describe(exc)) from exc
+        raise MCPError(INTERNAL_ERROR, clip_quotes(describe(exc), arguments)) from exc
 
 
-def _translating(errors: Callable[[], AbstractContextManager[None]]) -> Callable[[AsyncFn[P, R]], AsyncFn[P, R]]:
-    """A decorator running an async handler inside ``errors()`` (keeps the signature the SDK reads for schemas)."""
+def _translating(
+    errors: Callable[[Iterable[Any]], AbstractContextManager[None]],
+) -> Callable[[AsyncFn[P, R]], AsyncFn[P, R]]:
+    """A decorator running an async handler inside ``errors(its arguments)`` (keeps the signature the SDK
+    reads for schemas)."""
 
     def decorate(fn: AsyncFn[P, R]) -> AsyncFn[P, R]:
         @functools.wraps(fn)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            with errors():
+            with errors(kwargs.values()):
                 return await fn(*args, **kwargs)
 
         return wrapper

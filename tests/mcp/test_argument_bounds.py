@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPError
 
 from rath_mcp.errors import QUOTE_CHARS
 from rath_mcp.tools.arguments import JSONL_CHARS, PAGE_CHARS, TEXT_CHARS
@@ -273,3 +274,10 @@ async def test_a_page_of_long_messages_holds_about_a_million_characters(client: 
     assert len(first["chunks"]) == PAGE_CHARS // TEXT_CHARS and first["next_offset"] == PAGE_CHARS // TEXT_CHARS
     rest = await call(client, "session_get", session_id=sid, offset=first["next_offset"], limit=500)
     assert len(rest["chunks"]) == 8 - len(first["chunks"]) and rest["next_offset"] is None
+
+
+async def test_a_prompt_quotes_at_most_200_characters_of_a_long_argument(client: Client) -> None:
+    with pytest.raises(MCPError) as caught:
+        await client.get_prompt("review_run", {"run_id": "r" * 100_000})
+    message = caught.value.error.message
+    assert "(100000 characters)" in message and 0 < longest_run(message, "r") <= QUOTE_CHARS, message[:300]
