@@ -8,9 +8,13 @@ calling tools on a server over a real store file, or ``rath-mcp`` as a real proc
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -22,7 +26,9 @@ from mcp.types import CallToolResult
 
 from rath_mcp.server import build_server
 from runtime import Runtime
-from tests.cli.conftest import one_error_line, rath_process
+from runtime.store.sqlite.database import apply_migrations
+from runtime.store.sqlite.migrations import ALL_MIGRATIONS
+from tests.cli.conftest import ROOT, one_error_line, rath_process
 from tests.cli.test_store_health import PAGE, filled_store
 from tests.mcp.conftest import text_of
 
@@ -131,3 +137,46 @@ def test_a_new_home_without_a_store_file_still_gets_a_new_store(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     done = rath_process("check", "--home", str(home))
     assert done.returncode == 0 and done.stdout.splitlines()[-1] == f"{home / 'rath.db'} is healthy"
+
+
+def wait_for_lock_waiter(directory: Path, process: subprocess.Popen[str]) -> None:
+    """Until ``/proc/locks`` shows ``process`` waiting for a ``flock`` on ``directory``."""
+    inode, deadline = os.stat(directory).st_ino, time.monotonic() + 60  # a safety net only
+    while not any(
+        " -> FLOCK " in line and f" {process.pid} " in line and f":{inode} " in line
+        for line in Path("/proc/locks").read_text().splitlines()
+    ):
+        assert process.poll() is None, f"the opener went on without waiting: {process.communicate()}"
+        assert time.monotonic() < deadline, "the opener never waited for the directory's lock"
+        time.sleep(0.01)  # polling a condition, not timing: the assertion is on what the kernel shows
+
+
+def test_an_empty_file_another_process_is_making_into_a_store_is_waited_for_not_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = home / "rath.db"
+    fd = os.open(home, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a process making a new store holds it until the file has a page
+        db.write_bytes(b"")  # SQLite creates the file empty
+        opener = subprocess.Popen(
+            [sys.executable, "-m", "rath_mcp", "migrate", "--home", str(home)],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for_lock_waiter(home, opener)
+            with closing(sqlite3.connect(db, isolation_level=None)) as conn:  # the other process makes the store
+                conn.execute("PRAGMA journal_mode=WAL")
+                apply_migrations(conn, ALL_MIGRATIONS)
+        except BaseException:
+            opener.kill()
+            raise
+    finally:
+        os.close(fd)
+    out, err = opener.communicate(timeout=60)
+    assert opener.returncode == 0, err
+    assert out.strip() == f"{db} was already up to date"

@@ -84,27 +84,47 @@ def creating(path: Path) -> Iterator[None]:
     and looks again under it; the opener holds it until the file has its first page. Under the lock,
     an empty file was left by someone else, not being made. An existing store costs one ``stat``.
     """
-    try:
-        if path.stat().st_size > 0:
-            yield
-            return
-    except FileNotFoundError:
-        pass
-    try:
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:  # no directory to lock: opening the store says what is wrong with it
+    if (_size(path) or 0) > 0:
         yield
         return
+    fd = _lock_directory(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # on a worker thread: the event loop never waits here
-        try:
-            if path.stat().st_size == 0:
-                raise empty_file_error(path)
-        except FileNotFoundError:
-            pass
+        if fd is not None and _size(path) == 0:
+            raise empty_file_error(path)
         yield
     finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+
+
+def refuse_empty(path: Path) -> None:
+    """Raise ``empty_file_error`` when the store's file is empty and no process is making it a store
+    (one that is, is waited for: see ``creating``)."""
+    with creating(path):
+        pass
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return None
+
+
+def _lock_directory(path: Path) -> int | None:
+    """A descriptor of the store's directory holding an exclusive ``flock`` on it; None where it cannot
+    be had (no directory: opening says what is wrong; a filesystem without ``flock``: an empty file
+    then cannot be told from one being made, and is left to SQLite as before)."""
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # on a worker thread: the event loop never waits here
+    except OSError:
         os.close(fd)
+        return None
+    return fd
 
 
 class FileGuard:

@@ -185,8 +185,7 @@ def open_existing(path: Path) -> sqlite3.Connection:
     """A connection to a store file that must exist already (never creates one); read-only."""
     if not path.is_file():
         raise StoreError(f"there is no store at {path}")
-    if path.stat().st_size == 0:
-        raise guard.empty_file_error(path)
+    guard.refuse_empty(path)
     with translated(path):
         conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 60000")
@@ -196,7 +195,9 @@ def open_existing(path: Path) -> sqlite3.Connection:
 def check(path: Path, migrations: Sequence[Migration]) -> Report:
     """Run SQLite's full ``integrity_check`` on the store at ``path`` and compare its schema and migrations."""
     report = Report(path, read_only=not guard.writable(path))
-    if path.is_file() and path.stat().st_size == 0:
+    try:
+        guard.refuse_empty(path)
+    except StoreDamagedError:
         report.problems = ["the file is empty (0 bytes): it holds no store"]
         return report
     conn = open_existing(path)

@@ -96,8 +96,7 @@ def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite
     need no migration (it cannot be migrated here)."""
     if not path.is_file():
         raise StoreError(f"there is no store at {path}")
-    if path.stat().st_size == 0:
-        raise guard.empty_file_error(path)
+    guard.refuse_empty(path)
     opened: list[sqlite3.Connection] = []
     try:
         for _ in range(READERS + 1):
@@ -148,8 +147,7 @@ def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]
     """Names of migrations a database file has not applied yet (all of them if it does not exist)."""
     if not path.exists():
         return [m.name for m in migrations]
-    if path.stat().st_size == 0:  # not a new store: an empty file is an error (guard.creating)
-        raise guard.empty_file_error(path)
+    guard.refuse_empty(path)  # not a new store: an empty file is an error (guard.creating)
     conn = sqlite3.connect(health.read_only_uri(path), uri=True)  # never creates (nor writes) the file
     try:
         has_table = conn.execute(
