@@ -31,7 +31,7 @@ from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
 from runtime.providers import configuration_problem
 from runtime.runtime import check_scope_name
-from runtime.sandbox.policy import SandboxPolicy, load_policy
+from runtime.sandbox.policy import SandboxPolicy, load_policy, parse_size
 from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
 from runtime.store.sqlite import health
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
@@ -88,6 +88,13 @@ def _port(text: str) -> int:
     if port > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port: give 1 to 65535, or 0 for a free one")
     return port
+
+
+def _frame_bytes(text: str) -> int:
+    try:
+        return parse_size(text, "--max-frame-bytes")
+    except RathError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _seconds(text: str) -> float:
@@ -151,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=8765, help="port for http/sse (0 picks a free one)")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
+    p.add_argument("--max-frame-bytes", type=_frame_bytes, metavar="SIZE", help="largest message served (default 4M)")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--auth", choices=AUTH_MODES, default="none", help="how HTTP/SSE callers authenticate")
@@ -287,7 +295,8 @@ async def _serve(args: argparse.Namespace) -> int:
             note(f"HTTP callers authenticate with: --auth {args.auth}")
         server = build_server(rt, remote=remote)
         loaded()
-        await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate)
+        frames = {"max_frame": args.max_frame_bytes} if args.max_frame_bytes else {}
+        await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate, **frames)
     return 0
 
 

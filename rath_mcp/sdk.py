@@ -6,13 +6,15 @@
 - A request's ``ServerSession`` hides its ``Connection``; we need it for per-connection identity
   (subscriptions, sampling clients, log level) and for its ``exit_stack`` (forget them on close).
 - The stream protocols a transport hands the low-level server are not exported publicly; we wrap
-  the read stream of stdio and SSE (``rath_mcp.wire``) and so need their names.
+  the read stream of SSE (``rath_mcp.http_frames``) and so need their names.
 - ``MCPServer`` offers no way to validate tool arguments strictly: it reads JSON text sent for a
   non-string argument as the value it spells (the string ``"{}"`` becomes an object), validates in
   pydantic's lax mode (``"7"`` becomes 7, ``"true"`` becomes True) and accepts unknown argument
   names. Each registered tool's arguments are validated as sent instead (``strict_arguments``).
-- Our stdio transport serves its pipes on the event loop (``rath_mcp.stdio_pipes``) and so claims
-  fd 0 and fd 1 the way the SDK's ``stdio_server`` claims them (``claim_stdin``, ``claim_stdout``).
+- Our stdio transport (``rath_mcp.stdio_pipes``) judges every frame before the SDK parses it and
+  serves its pipes on the event loop, so it replaces ``stdio_server``: it claims fd 0 and fd 1 the
+  way ``stdio_server`` claims them (``claim_stdin``, ``claim_stdout``) and makes the same
+  context-carrying streams for the server (``context_streams``).
 - A tool's ``_meta`` can only be given when it is added; the MCP App links tools that are registered
   elsewhere to its ``ui://`` resource afterwards (``add_tool_meta``).
 """
@@ -27,6 +29,7 @@ from mcp.server import MCPServer
 from mcp.server.connection import Connection
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.server.session import ServerSession
+from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "claim_stdin",
     "claim_stdout",
     "connection_of",
+    "context_streams",
     "lowlevel",
     "strict_arguments",
 ]
@@ -99,6 +103,11 @@ def add_tool_meta(server: MCPServer, name: str, meta: dict[str, Any]) -> None:
     if tool is None:
         raise ValueError(f"no tool named {name!r} is registered")
     tool.meta = {**(tool.meta or {}), **meta}
+
+
+def context_streams() -> tuple[ContextSendStream[Any], ContextReceiveStream[Any]]:
+    """An unbuffered stream pair that carries each sender's context along, as ``stdio_server`` makes them."""
+    return create_context_streams(0)
 
 
 def claim_stdin() -> tuple[BinaryIO, Callable[[], None] | None]:

@@ -4,9 +4,10 @@ Everything human-readable goes to stderr: on stdio, stdout carries the protocol 
 HTTP servers bind 127.0.0.1 by default (DNS-rebinding protection is on for loopback hosts), and
 report the address they actually bound (``--port 0`` picks a free port) on stderr.
 
-Every transport answers every request, even one the SDK's parser refuses (``rath_mcp.wire``):
-stdio and SSE run the server on a read stream that reads such messages again, and Streamable HTTP
-sits behind a guard that answers them with the request's id.
+Every transport answers every request, whatever is wrong with its frame: each frame is judged by
+``rath_mcp.wire`` before the SDK parses it, and a bad one is answered at the edge (stdio:
+``rath_mcp.stdio_pipes``; Streamable HTTP and SSE: ``rath_mcp.http_frames``). One limit,
+``max_frame`` bytes (``rath-mcp serve --max-frame-bytes``), bounds a frame on every transport.
 """
 
 from __future__ import annotations
@@ -15,22 +16,22 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, cast
+from typing import Literal
 
 import anyio
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.sse import SseServerTransport
-from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rath_mcp import apps, sdk, stdio_pipes
 from rath_mcp.apps.web import UI_PATH
+from rath_mcp.http_frames import AnsweringStream, FrameGuard
 from rath_mcp.shell import note
-from rath_mcp.wire import AnsweringReadStream, ParseGuard
+from rath_mcp.wire import MAX_FRAME_BYTES
 
 Transport = Literal["stdio", "http", "sse"]
 MCP_PATH = "/mcp"
@@ -47,42 +48,43 @@ def _no_gate(app: ASGIApp, path: str) -> ASGIApp:
 
 
 async def serve(
-    server: MCPServer, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765, gate: Gate = _no_gate
+    server: MCPServer,
+    transport: Transport,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    gate: Gate = _no_gate,
+    max_frame: int = MAX_FRAME_BYTES,
 ) -> None:
     """Serve until the client hangs up (stdio) or the process is asked to stop (HTTP, SSE)."""
     if transport == "stdio":
-        await serve_stdio(server)
+        await serve_stdio(server, max_frame=max_frame)
     elif transport == "http":
-        app = gate(streamable_http_app(server, host), MCP_PATH)
+        app = gate(streamable_http_app(server, host, max_frame=max_frame), MCP_PATH)
         await _serve_asgi(app, host, port, "Streamable HTTP", MCP_PATH)
     elif transport == "sse":
-        await _serve_asgi(gate(sse_app(server, host), SSE_PATH), host, port, "SSE", SSE_PATH)
+        await _serve_asgi(gate(sse_app(server, host, max_frame=max_frame), SSE_PATH), host, port, "SSE", SSE_PATH)
     else:  # argparse restricts the choice; this guards programmatic callers
         raise ValueError(f"unknown transport {transport!r}; use stdio, http or sse")
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """``MCPServer.run_stdio_async``, on a read stream that answers messages the SDK could not parse and a
-    stdin and stdout served on the event loop where they are pipes (``rath_mcp.stdio_pipes``)."""
+async def serve_stdio(server: MCPServer, *, max_frame: int = MAX_FRAME_BYTES) -> None:
+    """``MCPServer.run_stdio_async`` on our stdio transport (``rath_mcp.stdio_pipes``): frames judged and
+    bounded, pipes served on the event loop."""
     lowlevel = sdk.lowlevel(server)
-    async with (
-        stdio_pipes.pipes() as (stdin, stdout),
-        stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (read_stream, write_stream),
-    ):
-        await lowlevel.run(
-            AnsweringReadStream(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
-        )
+    async with stdio_pipes.stdio_streams(max_frame) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-def streamable_http_app(server: MCPServer, host: str) -> ASGIApp:
-    """The SDK's Streamable HTTP app behind :class:`ParseGuard` (its lifespan runs the session manager)."""
-    app = apps.add_routes(server.streamable_http_app(host=host))
-    app.add_middleware(ParseGuard, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
+def streamable_http_app(server: MCPServer, host: str, *, max_frame: int = MAX_FRAME_BYTES) -> ASGIApp:
+    """The SDK's Streamable HTTP app behind :class:`FrameGuard` (its lifespan runs the session manager)."""
+    app = apps.add_routes(server.streamable_http_app(host=host, max_request_body_size=max_frame))
+    app.add_middleware(FrameGuard, limit=max_frame, answer="http", path=MCP_PATH)
     return app
 
 
-def sse_app(server: MCPServer, host: str) -> ASGIApp:
-    """``MCPServer.sse_app`` (no auth), with each connection's read stream answering unparsable messages."""
+def sse_app(server: MCPServer, host: str, *, max_frame: int = MAX_FRAME_BYTES) -> ASGIApp:
+    """``MCPServer.sse_app`` (no auth), each POSTed message screened and answered on its event stream."""
     security = None
     if host in ("127.0.0.1", "localhost", "::1"):  # DNS-rebinding protection, as the SDK sets it for loopback
         security = TransportSecuritySettings(
@@ -90,10 +92,10 @@ def sse_app(server: MCPServer, host: str) -> ASGIApp:
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    sse = SseServerTransport(MESSAGES_PATH, security_settings=security)
+    sse = SseServerTransport(MESSAGES_PATH, security_settings=security, max_request_body_size=max_frame)
     routes = [
         Route(SSE_PATH, endpoint=_SSEConnection(server, sse), methods=["GET"]),
-        Mount(MESSAGES_PATH, app=sse.handle_post_message),
+        Mount(MESSAGES_PATH, app=FrameGuard(sse.handle_post_message, limit=max_frame, answer="stream")),
     ]
     return apps.add_routes(Starlette(routes=routes))
 
@@ -108,7 +110,7 @@ class _SSEConnection:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with self.sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
             await self.lowlevel.run(
-                AnsweringReadStream(read_stream, write_stream),
+                AnsweringStream(read_stream, write_stream),
                 write_stream,
                 self.lowlevel.create_initialization_options(),
             )
