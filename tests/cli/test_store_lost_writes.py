@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 
 import anyio.to_thread
+import httpx2
 import pytest
 from mcp import Client
 from mcp.types import CallToolResult
@@ -28,6 +29,7 @@ from rath_mcp.server import build_server
 from runtime import Runtime
 from runtime.store.sqlite.database import apply_migrations
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
+from tests.auth.conftest import rath_http
 from tests.cli.conftest import ROOT, one_error_line, rath_process
 from tests.cli.test_store_health import PAGE, filled_store
 from tests.mcp.conftest import text_of
@@ -116,6 +118,16 @@ async def test_a_store_file_that_vanishes_under_a_running_server_acknowledges_no
     assert "writes are refused from now on" in lines[0] and "restart the server" in lines[0]
     async with Runtime.open(home, workers=0) as rt:  # the restart the line asks for serves again
         await rt.sessions.create([{"kind": "user", "content": "after the restart"}])
+
+
+@pytest.mark.anyio
+async def test_readiness_says_the_store_refuses_writes_once_its_file_is_deleted(tmp_path: Path) -> None:
+    async with Runtime.open(tmp_path / "home", workers=0) as rt, rath_http(rt) as served, httpx2.AsyncClient() as http:
+        assert (await http.get(f"{served.base}/health/ready")).json() == {"status": "ready"}
+        (tmp_path / "home" / "rath.db").unlink()
+        answer = await http.get(f"{served.base}/health/ready")
+    assert answer.status_code == 503
+    assert f"the store at {tmp_path / 'home' / 'rath.db'} was deleted or moved away" in answer.json()["reason"]
 
 
 @pytest.mark.parametrize("command", [["serve"], ["sessions", "list"], ["migrate"], ["migrate", "--check"]])

@@ -79,6 +79,9 @@ class SQLiteOpsStore:
         self.db = db
 
     async def ping(self) -> None:
+        refused = self.db.refusal()  # a store that answers reads but refuses writes is not ready
+        if refused is not None:
+            raise refused
         await self.db.read(lambda conn: conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchall())
 
     async def run_counts(self) -> dict[str, int]:

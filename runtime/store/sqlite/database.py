@@ -155,6 +155,12 @@ class SQLiteDatabase:
                 raise
         return self._outcome(item)
 
+    def refusal(self) -> StoreError | None:
+        """Why writes are refused (damage seen, the file deleted, moved or replaced, a read-only open),
+        looking at the files now; None while writes are accepted. For readiness: a stat or two."""
+        self._guard.lost()
+        return self._guard.refusal()
+
     def _outcome(self, item: Write[T]) -> T:
         if item.error is not None:
             raise self._translate(item.error)
