@@ -92,7 +92,7 @@ def _port(text: str) -> int:
 
 def _frame_bytes(text: str) -> int:
     try:
-        return parse_size(text, "--max-frame-bytes")
+        return parse_size(text, "the frame limit")
     except RathError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

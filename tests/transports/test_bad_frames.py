@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 import httpx
 import pytest
+from mcp_types import JSONRPCNotification, JSONRPCResponse
 
-from rath_mcp.wire import MAX_FRAME_BYTES
+from rath_mcp.wire import MAX_FRAME_BYTES, encode
 from tests.transports._servers import serve_command
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -283,3 +284,11 @@ def test_the_default_limit_is_four_mib_over_stdio(home: Path) -> None:
         ping(wire, "after")
     finally:
         stop(process, wire.readers)
+
+
+def test_a_reply_that_cannot_be_written_is_answered_with_an_internal_error() -> None:
+    """The last line of defence on stdio: a reply holding text that is not Unicode never ends the server."""
+    bad = JSONRPCResponse(jsonrpc="2.0", id=5, result={"text": "half \ud800 a pair"})
+    answer = json.loads(encode(bad))
+    assert answer["id"] == 5 and answer["error"]["code"] == -32603, answer
+    assert encode(JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"x": "\udc00"})) == b""
