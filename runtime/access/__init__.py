@@ -1,7 +1,7 @@
 """Who may use a store from afar: bearer tokens, the audit trail, and the operational reads around them.
 
 Knows no HTTP or MCP: ``runtime.access.tokens`` makes and checks token secrets, ``store`` is the
-protocol each backend implements (``runtime/store/sqlite/access.py``, ``runtime/store/postgres/access.py``).
+protocol the store core implements for both backends (``runtime/store/core/access.py``).
 
 Every name is imported on first use (``runtime.lazy``): a server without ``--auth token`` never loads the token service.
 """

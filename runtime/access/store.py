@@ -1,8 +1,8 @@
 """The store protocols of the access layer: tokens, audit records, and what operations read.
 
 Tokens and audit records are not confined to one tenant/project: a token *names* the scope it acts
-in, and the audit trail is the operator's, across every scope. Each backend implements these in its
-own SQL (``runtime/store/sqlite/access.py``, ``runtime/store/postgres/access.py``); one contract
+in, and the audit trail is the operator's, across every scope. The store core implements these once
+for both backends (``runtime/store/core/access.py``); one contract
 suite (``tests/store/contracts/test_access_store.py``) runs on both.
 """
 

@@ -24,13 +24,13 @@ from rath_mcp.principal import GRANTS
 from runtime import Runtime
 from runtime.access.tokens import TokenService
 from runtime.errors import StoreError
-from runtime.store.sqlite.access import SQLiteOpsStore
+from runtime.store.core.access import CoreOpsStore
 from tests.auth.conftest import rath_http
 
 pytestmark = pytest.mark.anyio
 
 
-class SilentStore(SQLiteOpsStore):
+class SilentStore(CoreOpsStore):
     """A store whose every query fails, as an unreachable database's would."""
 
     async def ping(self) -> None:
@@ -45,7 +45,7 @@ async def test_health_needs_no_token_and_ready_says_why_the_store_does_not_answe
     async with rath_http(rt) as served, httpx2.AsyncClient() as http:
         assert (await http.get(f"{served.base}/health/live")).json() == {"status": "live"}
         assert (await http.get(f"{served.base}/health/ready")).json() == {"status": "ready"}
-    silent = SilentStore(rt.store.db)  # type: ignore[attr-defined]
+    silent = SilentStore(rt.store.ex)  # type: ignore[attr-defined]
 
     def adjust(remote: Remote, _server: MCPServer) -> None:
         remote.rt = _WithOps(remote.rt, silent)  # type: ignore[assignment]
@@ -61,11 +61,11 @@ async def test_health_needs_no_token_and_ready_says_why_the_store_does_not_answe
 class _WithOps:
     """The runtime, with its store's ``ops()`` replaced (what the gate asks readiness of)."""
 
-    def __init__(self, rt: Runtime, ops: SQLiteOpsStore) -> None:
+    def __init__(self, rt: Runtime, ops: CoreOpsStore) -> None:
         self._rt, self._ops = rt, ops
         self.store = self
 
-    def ops(self) -> SQLiteOpsStore:
+    def ops(self) -> CoreOpsStore:
         return self._ops
 
     def __getattr__(self, name: str) -> Any:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
 from runtime.store.postgres import migrations
-from runtime.store.postgres.access import PostgresAuditStore, PostgresOpsStore, PostgresTokenStore
 from runtime.store.postgres.database import PostgresDatabase
+from runtime.store.postgres.executor import PostgresExecutor
 from runtime.store.postgres.memory import PostgresMemoryStore
 from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore
 from runtime.store.postgres.schema import ALL
@@ -29,6 +30,7 @@ class PostgresBackend:
     def __init__(self, url: StoreURL, db: PostgresDatabase) -> None:
         self.url = url
         self.db = db
+        self.ex = PostgresExecutor(db)  # runs the store core's operations (runtime/store/core)
 
     def sessions(self, tenant: str, project: str) -> PostgresSessionStore:
         return PostgresSessionStore(self.db, tenant, project)
@@ -42,14 +44,14 @@ class PostgresBackend:
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)
 
-    def tokens(self) -> PostgresTokenStore:
-        return PostgresTokenStore(self.db)
+    def tokens(self) -> CoreTokenStore:
+        return CoreTokenStore(self.ex)
 
-    def audit(self) -> PostgresAuditStore:
-        return PostgresAuditStore(self.db)
+    def audit(self) -> CoreAuditStore:
+        return CoreAuditStore(self.ex)
 
-    def ops(self) -> PostgresOpsStore:
-        return PostgresOpsStore(self.db)
+    def ops(self) -> CoreOpsStore:
+        return CoreOpsStore(self.ex)
 
     async def close(self) -> None:
         await self.db.close()

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from runtime.errors import StoreError
+from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
 from runtime.store.sqlite import guard, health
-from runtime.store.sqlite.access import SQLiteAuditStore, SQLiteOpsStore, SQLiteTokenStore
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
+from runtime.store.sqlite.executor import SQLiteExecutor
 from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from runtime.store.sqlite.runs import SQLiteRunQueue, SQLiteRunStore
@@ -30,6 +31,7 @@ class SQLiteBackend:
     def __init__(self, url: StoreURL, db: SQLiteDatabase) -> None:
         self.url = url
         self.db = db
+        self.ex = SQLiteExecutor(db)  # runs the store core's operations (runtime/store/core)
 
     def sessions(self, tenant: str, project: str) -> SQLiteSessionStore:
         return SQLiteSessionStore(self.db, tenant, project)
@@ -43,14 +45,14 @@ class SQLiteBackend:
     def queue(self) -> SQLiteRunQueue:
         return SQLiteRunQueue(self.db)
 
-    def tokens(self) -> SQLiteTokenStore:
-        return SQLiteTokenStore(self.db)
+    def tokens(self) -> CoreTokenStore:
+        return CoreTokenStore(self.ex)
 
-    def audit(self) -> SQLiteAuditStore:
-        return SQLiteAuditStore(self.db)
+    def audit(self) -> CoreAuditStore:
+        return CoreAuditStore(self.ex)
 
-    def ops(self) -> SQLiteOpsStore:
-        return SQLiteOpsStore(self.db)
+    def ops(self) -> CoreOpsStore:
+        return CoreOpsStore(self.ex)
 
     async def close(self) -> None:
         await self.db.close()

@@ -1,0 +1,115 @@
+"""The access layer's stores (``runtime.access.store``): tokens, the audit trail, and the reads operations make.
+
+A token is read from its row on every request (one point read by key), so a revocation committed
+by any process is seen by the next request of every other one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.access.store import AUDIT_COLUMNS, TOKEN_COLUMNS, AuditRecord, TokenRecord
+from runtime.errors import StoreError
+from runtime.store.core.dialect import Dialect
+from runtime.store.core.statements import Duplicate, Executor, Op, many, none, one, rows
+
+_TOKEN_VALUES = ", ".join("?" * len(TOKEN_COLUMNS.split(",")))
+_AUDIT_VALUES = ", ".join("?" * len(AUDIT_COLUMNS.split(",")))
+
+
+def add_token(d: Dialect, token: TokenRecord) -> Op[None]:
+    try:
+        yield none(f"INSERT INTO access_tokens ({TOKEN_COLUMNS}) VALUES ({_TOKEN_VALUES})", *token.row())
+    except Duplicate as exc:
+        raise StoreError(f"a token {token.id} exists already") from exc
+
+
+def get_token(d: Dialect, token_id: str) -> Op[TokenRecord | None]:
+    row = yield one(f"SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE id = ?", token_id)
+    return None if row is None else TokenRecord.from_row(row)
+
+
+def list_tokens(d: Dialect) -> Op[list[TokenRecord]]:
+    found = yield rows(f"SELECT {TOKEN_COLUMNS} FROM access_tokens ORDER BY created_at, id")
+    return [TokenRecord.from_row(r) for r in found]
+
+
+def revoke_token(d: Dialect, token_id: str, at: float) -> Op[TokenRecord | None]:
+    yield none("UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", at, token_id)
+    return (yield from get_token(d, token_id))
+
+
+def append_audit(d: Dialect, records: Sequence[AuditRecord]) -> Op[None]:
+    yield many(f"INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ({_AUDIT_VALUES})", [r.row() for r in records])
+
+
+def recent_audit(d: Dialect, limit: int) -> Op[list[AuditRecord]]:
+    found = yield rows("SELECT * FROM audit_log ORDER BY seq DESC LIMIT ?", limit)
+    return [AuditRecord.from_row(r) for r in reversed(found)]
+
+
+def ping(d: Dialect) -> Op[None]:
+    yield rows("SELECT 1 FROM schema_migrations LIMIT 1")
+
+
+def run_counts(d: Dialect) -> Op[dict[str, int]]:
+    found = yield rows("SELECT status, count(*) FROM runs GROUP BY status")
+    return {r[0]: int(r[1]) for r in found}
+
+
+def step_durations(d: Dialect, after: float, limit: int) -> Op[list[tuple[float, str, float]]]:
+    found = yield rows(
+        "SELECT c.created_at, r.workflow, c.created_at - (SELECT max(s.created_at) FROM run_events s"
+        "   WHERE s.run_id = c.run_id AND s.seq < c.seq AND s.type = 'step.started')"
+        f" FROM run_events c{d.indexed_by('step_completions')} JOIN runs r ON r.id = c.run_id"
+        " WHERE c.type = 'step.completed' AND c.created_at > ? ORDER BY c.created_at LIMIT ?",
+        after,
+        limit,
+    )
+    return [(float(r[0]), str(r[1]), max(0.0, float(r[2] or 0.0))) for r in found]
+
+
+class CoreTokenStore:
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+
+    async def add(self, token: TokenRecord) -> None:
+        await self.ex.write(add_token, token)
+
+    async def get(self, token_id: str) -> TokenRecord | None:
+        return await self.ex.lookup(get_token, token_id)  # one per request: no thread hop where avoidable
+
+    async def list(self) -> list[TokenRecord]:
+        return await self.ex.read(list_tokens)
+
+    async def revoke(self, token_id: str, at: float) -> TokenRecord | None:
+        return await self.ex.write(revoke_token, token_id, at)
+
+
+class CoreAuditStore:
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+
+    async def append(self, records: Sequence[AuditRecord]) -> None:
+        if records:
+            await self.ex.write(append_audit, list(records))
+
+    async def recent(self, limit: int) -> list[AuditRecord]:
+        return await self.ex.read(recent_audit, limit)
+
+
+class CoreOpsStore:
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+
+    async def ping(self) -> None:
+        refused = self.ex.refusal()  # a store that answers reads but refuses writes is not ready
+        if refused is not None:
+            raise refused
+        await self.ex.read(ping)
+
+    async def run_counts(self) -> dict[str, int]:
+        return await self.ex.read(run_counts)
+
+    async def step_durations(self, after: float, limit: int) -> list[tuple[float, str, float]]:
+        return await self.ex.read(step_durations, after, limit)

@@ -1,0 +1,88 @@
+"""What an operation yields (``Stmt``) and what drives it (``Executor``); see the package docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar
+
+T = TypeVar("T")
+
+Fetch = Literal["none", "one", "all", "value", "many"]
+
+#: A row as both drivers give it: ``row["column"]`` and ``row[0]`` work on sqlite3.Row and asyncpg.Record.
+Row: TypeAlias = Any
+
+#: An operation: yields statements, is sent each one's result, returns its own result.
+Op: TypeAlias = Generator["Stmt", Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """One SQL statement: ``?`` placeholders, the arguments, and what its driver sends back.
+
+    ``fetch``: ``none`` (nothing; the statement's row count for an UPDATE/DELETE), ``one`` (a row or
+    None), ``all`` (a list of rows), ``value`` (the first column of the first row, or None),
+    ``many`` (``args`` is a sequence of argument tuples, run as one executemany; sends None).
+    """
+
+    sql: str
+    args: Sequence[Any] = ()
+    fetch: Fetch = "none"
+
+
+class Duplicate(Exception):
+    """A unique or primary-key constraint refused the statement (thrown into the operation by its driver).
+
+    An operation may raise or return after it, never run another statement: on PostgreSQL the
+    failed statement has aborted the transaction. To go on past an existing key, insert with the
+    dialect's ``insert_ignore``/``on_conflict_ignore`` instead."""
+
+
+# Small constructors, so an operation reads as what it asks for: ``row = yield one("SELECT …", id)``.
+def none(sql: str, *args: Any) -> Stmt:
+    return Stmt(sql, args, "none")
+
+
+def one(sql: str, *args: Any) -> Stmt:
+    return Stmt(sql, args, "one")
+
+
+def rows(sql: str, *args: Any) -> Stmt:
+    return Stmt(sql, args, "all")
+
+
+def value(sql: str, *args: Any) -> Stmt:
+    return Stmt(sql, args, "value")
+
+
+def many(sql: str, arg_rows: Iterable[Sequence[Any]]) -> Stmt:
+    return Stmt(sql, list(arg_rows), "many")
+
+
+class Executor(Protocol):
+    """How a backend runs an operation: the transaction, connection and thread are its own.
+
+    ``make`` is called with the backend's dialect and ``args`` for every attempt (a backend may run
+    an operation again when its connection is lost before the commit), so it must be the operation's
+    function, not a generator already started.
+    """
+
+    @property
+    def dialect(self) -> Any: ...
+
+    async def read(self, make: Callable[..., Op[T]], *args: Any) -> T:
+        """Run in one consistent read snapshot."""
+        ...
+
+    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
+        """Run in a write transaction; return once committed. ``small``: a write a backend may commit inline."""
+        ...
+
+    async def lookup(self, make: Callable[..., Op[T]], *args: Any) -> T:
+        """A point read by key: where the backend can, on the event loop's own connection (no hop)."""
+        ...
+
+    def refusal(self) -> BaseException | None:
+        """Why writes are refused now (a damaged or vanished file), or None: readiness reports it."""
+        ...

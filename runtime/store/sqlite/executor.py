@@ -1,0 +1,71 @@
+"""Drives the store core's operations (``runtime.store.core``) on SQLite: synchronously, inside the
+transaction ``SQLiteDatabase`` opens on its writer thread, a reader, or the event loop's connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from runtime.store.core import Duplicate, Op, Stmt
+from runtime.store.core.dialect import SQLITE, Dialect
+from runtime.store.sqlite.database import SQLiteDatabase
+
+T = TypeVar("T")
+
+
+def drive(conn: sqlite3.Connection, op: Op[T]) -> T:
+    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back."""
+    try:
+        stmt = next(op)
+        while True:
+            try:
+                result = _execute(conn, stmt)
+            except sqlite3.IntegrityError as exc:
+                if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                    raise
+                stmt = op.throw(Duplicate(str(exc)))
+                continue
+            stmt = op.send(result)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
+    if stmt.fetch == "many":
+        conn.executemany(stmt.sql, stmt.args)
+        return None
+    cursor = conn.execute(stmt.sql, stmt.args)
+    if stmt.fetch == "none":
+        return cursor.rowcount
+    if stmt.fetch == "all":
+        return cursor.fetchall()
+    row = cursor.fetchone()
+    if stmt.fetch == "one":
+        return row
+    return None if row is None else row[0]
+
+
+class SQLiteExecutor:
+    """The core's ``Executor`` on a ``SQLiteDatabase`` (its write batching and inline commits unchanged)."""
+
+    dialect: Dialect = SQLITE
+
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self.db = db
+
+    async def read(self, make: Callable[..., Op[T]], *args: Any) -> T:
+        return await self.db.read(lambda conn: drive(conn, make(SQLITE, *args)))
+
+    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
+        return await self.db.write(lambda conn: drive(conn, make(SQLITE, *args)), small=small)
+
+    async def lookup(self, make: Callable[..., Op[T]], *args: Any) -> T:
+        return await self.db.lookup(lambda conn: drive(conn, make(SQLITE, *args)), small=_always)
+
+    def refusal(self) -> BaseException | None:
+        return self.db.refusal()
+
+
+def _always(_conn: sqlite3.Connection) -> bool:
+    return True
