@@ -1,10 +1,10 @@
 """Whatever is wrong with a frame, it gets a JSON-RPC error answer, and no frame ends a server or a session.
 
 CONTRACT §4: raw frames, as a fuzzer or a client with its own encoder sends them, to real
-``rath-mcp serve`` processes over a stdio pipe, Streamable HTTP and legacy SSE on 127.0.0.1. One
-server per transport serves every case (started with ``--max-frame-bytes 64K`` so a frame over the
-limit is cheap to send); after each bad frame the same connection, and over HTTP and SSE another
-client's session, still answers a ping. The default limit (4 MiB) is checked once, over stdio.
+``rath-mcp serve`` processes over a stdio pipe, Streamable HTTP (both eras) and legacy SSE on
+127.0.0.1. One server per transport serves every case (started with ``--max-frame-bytes 64K`` so a
+frame over the limit is cheap to send); after each bad frame the same connection, and over HTTP and
+SSE another client's session, still answers. The default limit (4 MiB) is checked once, on stdio.
 """
 
 from __future__ import annotations
@@ -80,7 +80,22 @@ def answered(expected_id: Any) -> Callable[[Any], bool]:
     return lambda message: isinstance(message, dict) and "error" in message and message.get("id", 0) == expected_id
 
 
+MODERN = "2026-07-28"
+#: What a 2026-07-28 request carries in place of the handshake.
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
 def ping(wire: Wire, request_id: str) -> None:
+    """The connection still serves: a ping (a 2026-07-28 request has no ping: a tool call instead)."""
+    if isinstance(wire, HttpWire) and wire.era == MODERN:
+        call = {"name": "session_list", "arguments": {}, "_meta": MODERN_META}
+        wire.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": call}))
+        assert "result" in wire.answer(lambda m: isinstance(m, dict) and m.get("id") == request_id)
+        return
     wire.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}))
     message = wire.answer(lambda m: isinstance(m, dict) and m.get("id") == request_id)
     assert message.get("result") == {}, message
@@ -133,12 +148,15 @@ class StdioWire(Lines):
 
 
 class HttpWire:
-    """Streamable HTTP, legacy era: one session; every POST's answer is in its response."""
+    """Streamable HTTP: a handshake-era session or 2026-07-28 requests; each answer is in its POST's response."""
 
-    def __init__(self, http: httpx.Client, url: str) -> None:
-        self.http, self.url = http, url
+    def __init__(self, http: httpx.Client, url: str, era: str) -> None:
+        self.http, self.url, self.era = http, url, era
         self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         self.last: Any = None
+        if era == MODERN:
+            self.headers |= {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "session_list"}
+            return
         response = self.http.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
         self.headers |= {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
         self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
@@ -221,7 +239,7 @@ def http_process(transport: str, home: Path) -> tuple[subprocess.Popen[bytes], s
     raise AssertionError(f"rath-mcp serve --transport {transport} did not start (exit {process.returncode})")
 
 
-@pytest.fixture(scope="module", params=["stdio", "http", "sse"])
+@pytest.fixture(scope="module", params=["stdio", "http", f"http-{MODERN}", "sse"])
 def wires(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Wire]]:
     """The wire bad frames are sent on, then (HTTP, SSE) another client's session on the same server."""
     home = tmp_path_factory.mktemp(request.param)
@@ -234,12 +252,13 @@ def wires(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         finally:
             stop(process, wire.readers)
         return
-    process, base, drain = http_process(request.param, home)
+    process, base, drain = http_process("http" if request.param.startswith("http") else "sse", home)
     readers = [drain]
     with httpx.Client(timeout=TIMEOUT_S) as http:
         try:
-            if request.param == "http":
-                yield [HttpWire(http, f"{base}/mcp"), HttpWire(http, f"{base}/mcp")]
+            if request.param.startswith("http"):
+                era = MODERN if request.param.endswith(MODERN) else "legacy"
+                yield [HttpWire(http, f"{base}/mcp", era), HttpWire(http, f"{base}/mcp", era)]
             else:
                 sse = [SseWire(http, base), SseWire(http, base)]
                 readers += [thread for wire in sse for thread in wire.readers]
