@@ -102,12 +102,20 @@ def screen(raw: str | bytes) -> types.JSONRPCMessage | Reply | None:
         return refusal
     try:
         message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(decoded, by_name=False)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(step) for step in first["loc"][1:]) or "the message"
+    except ValidationError as exc:  # e.g. an error's code that is not an integer: said as the frame's kind has it
+        kind = _kind_of_message(decoded)
+        first = next((e for e in exc.errors() if e["loc"][:1] == (kind,)), exc.errors()[0])
+        where = shorten(".".join(str(step) for step in first["loc"][1:])) or "the message"
         what = f"Invalid request: {where}: {first['msg']}. Send a JSON-RPC 2.0 message as MCP defines it"
         return error(decoded.get("id") if "method" in decoded else None, INVALID_REQUEST, what)
     return message
+
+
+def _kind_of_message(decoded: dict[str, Any]) -> str:
+    """Which message model a frame with a sound envelope is meant to be."""
+    if "method" in decoded:
+        return "JSONRPCRequest" if "id" in decoded else "JSONRPCNotification"
+    return "JSONRPCError" if "error" in decoded else "JSONRPCResponse"
 
 
 def oversized(frame: Oversized, limit: int) -> JSONRPCError:

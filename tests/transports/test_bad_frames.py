@@ -49,6 +49,8 @@ FRAMES: list[tuple[str, str, int, Any]] = [
     ("params an array", '{"jsonrpc":"2.0","id":28,"method":"ping","params":[1]}', INVALID_PARAMS, 28),
     ("params a string", '{"jsonrpc":"2.0","id":29,"method":"ping","params":"p"}', INVALID_REQUEST, 29),
     ("response without id", '{"jsonrpc":"2.0","result":{}}', INVALID_REQUEST, None),
+    ("result not an object", '{"jsonrpc":"2.0","id":40,"result":5}', INVALID_REQUEST, None),
+    ("error code a string", '{"jsonrpc":"2.0","id":41,"error":{"code":"x","message":"m"}}', INVALID_REQUEST, None),
     ("not an object", "42", INVALID_REQUEST, None),
     ("surrogate in method", '{"jsonrpc":"2.0","id":30,"method":"pi\\ud800ng"}', INVALID_REQUEST, 30),
     ("surrogate in a string id", '{"jsonrpc":"2.0","id":"a\\ud800","method":"ping"}', INVALID_REQUEST, None),
