@@ -39,15 +39,6 @@ def describe(exc: RathError) -> str:
 
 
 @contextmanager
-def tool_errors() -> Iterator[None]:
-    """Turn runtime errors raised inside a tool into readable ``isError`` results."""
-    try:
-        yield
-    except (UsageError, RunFailure, StoreError) as exc:
-        raise ToolError(describe(exc)) from exc
-
-
-@contextmanager
 def resource_errors(arguments: Iterable[Any] = ()) -> Iterator[None]:
     """Turn runtime errors raised while reading a resource into MCP resource errors (quoting little of
     ``arguments``, the URI's parts)."""
@@ -95,8 +86,8 @@ translate_prompt = _translating(protocol_errors)
 
 
 def translate_tool(fn: AsyncFn[P, R]) -> AsyncFn[P, R]:
-    """Decorator form of :func:`tool_errors` (spelled out: every tool call passes it, and a ``try`` costs
-    less than entering a generator-based context manager)."""
+    """Turn runtime errors raised inside a tool into readable ``isError`` results (a plain ``try``, not a
+    context manager: every tool call passes it, and a ``try`` costs less than entering a generator)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:

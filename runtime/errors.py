@@ -14,8 +14,7 @@
     │   ├── StoreDamagedError      its file is damaged, or no longer the file opened: no more writes
     │   └── LeaseLostError         a worker's fencing token is stale: it may not commit
     └── ControlSignal              control flow, not failure; never shown to users as an error
-        ├── InterruptRaised        a step parked the run on a human interrupt
-        └── CancelRequested        the runtime was asked to cancel a run
+        └── InterruptRaised        a step parked the run on a human interrupt
 
 Errors are translated once, at the boundary (``rath_mcp.errors`` for MCP, the CLI for the shell).
 """
@@ -95,12 +94,3 @@ class InterruptRaised(ControlSignal):
     def __init__(self, interrupt_id: str) -> None:
         super().__init__(f"run parked on interrupt {interrupt_id}")
         self.interrupt_id = interrupt_id
-
-
-class CancelRequested(ControlSignal):
-    """A cancel the runtime asked for (as opposed to external cancellation, which propagates)."""
-
-    def __init__(self, run_id: str, reason: str | None = None) -> None:
-        super().__init__(f"run {run_id} cancelled" + (f": {reason}" if reason else ""))
-        self.run_id = run_id
-        self.reason = reason

@@ -39,7 +39,7 @@ from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sandbox.workspaces import make_home
 from runtime.sessions.service import SessionService
-from runtime.store import DB_FILE, StoreURL, open_backend, resolve_store
+from runtime.store import StoreURL, open_backend, resolve_store
 from runtime.workflows import builtin_workflows
 
 DEFAULT_HOME = "~/.rath"
@@ -65,11 +65,6 @@ def resolve_poll_s(poll_s: float | None = None) -> float:
     if not 0 < value < float("inf"):
         raise InvalidInputError(f"the poll interval must be a positive number of seconds (got {value!r})")
     return value
-
-
-def store_path(home: Path) -> Path:
-    """The SQLite file of the default store under ``home`` (``--store`` may name another)."""
-    return home / DB_FILE
 
 
 def check_scope_name(name: str, value: str) -> str:

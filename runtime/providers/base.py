@@ -18,7 +18,6 @@ from runtime.errors import RathError, UsageError
 from runtime.sessions.model import Chunk, ToolCall, Usage
 
 DeltaCallback = Callable[[str], Awaitable[None]]
-STOP_REASONS = ("stop", "tool_calls", "length", "other")
 
 
 class ProviderError(RathError):

@@ -60,9 +60,6 @@ class ProviderRegistry:
         """Use ``provider`` for ``name`` (``"default"`` replaces the configured default)."""
         self._cache[name] = provider
 
-    def unregister(self, name: str) -> None:
-        self._cache.pop(name, None)
-
     def get(self, name: str | None = None) -> Provider:
         """The provider called ``name`` (or the default), built on first use."""
         key = name or self.default_name()

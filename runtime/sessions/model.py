@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 ChunkKind = Literal["system", "user", "assistant", "tool_result"]
 SessionOp = Literal["create", "append", "fork", "detach", "merge", "compress", "run", "import"]
-CHUNK_KINDS: tuple[str, ...] = ("system", "user", "assistant", "tool_result")
 
 
 class _Frozen(BaseModel):
