@@ -6,185 +6,70 @@ store and the durable engine, not the agent stack, the sandboxes or the model pr
 
 from typing import TYPE_CHECKING
 
-from runtime.lazy import lazy_exports
+from runtime.lazy import lazy_namespace
 
-if TYPE_CHECKING:
-    from runtime.durable import Effect, Event, Interrupt, Run, RunService, WorkflowRegistry, run_worker
-    from runtime.errors import (
-        ConflictError,
-        InvalidInputError,
-        NotFoundError,
-        RathError,
-        RunFailure,
-        UsageError,
-    )
-    from runtime.flow import (
-        Agent,
-        AgentResult,
-        Choice,
-        Compressor,
-        CompressResult,
-        FlowToolCall,
-        MCPServerSpec,
-        MCPToolServer,
-        MemoryOptions,
-        Selection,
-        Selector,
-        sandbox_tools,
-    )
-    from runtime.flow.workflow import (
-        Decision,
-        EffectClass,
-        RetryPolicy,
-        StepContext,
-        SyncStepContext,
-        Workflow,
-        router,
-        step,
-    )
-    from runtime.memory import CommitResult, Extractor, HeuristicExtractor, MemoryHit, MemoryItem, MemoryService
-    from runtime.providers import (
-        ModelRequest,
-        ModelResponse,
-        Provider,
-        ProviderError,
-        SamplingProvider,
-        ScriptedProvider,
-        ToolSpec,
-        load_provider,
-    )
-    from runtime.runtime import Runtime, resolve_home
-    from runtime.sandbox import Capabilities, CommandResult, FileEntry, Sandbox, SandboxError
-    from runtime.sandbox.registry import SandboxRegistry
-    from runtime.sessions import Chunk, LineageGraph, Placement, Session, SessionInfo, ToolCall, Usage
+if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
+    from runtime.durable import Effect as Effect
+    from runtime.durable import Event as Event
+    from runtime.durable import Interrupt as Interrupt
+    from runtime.durable import Run as Run
+    from runtime.durable import RunService as RunService
+    from runtime.durable import WorkflowRegistry as WorkflowRegistry
+    from runtime.durable import run_worker as run_worker
+    from runtime.errors import ConflictError as ConflictError
+    from runtime.errors import InvalidInputError as InvalidInputError
+    from runtime.errors import NotFoundError as NotFoundError
+    from runtime.errors import RathError as RathError
+    from runtime.errors import RunFailure as RunFailure
+    from runtime.errors import UsageError as UsageError
+    from runtime.flow import Agent as Agent
+    from runtime.flow import AgentResult as AgentResult
+    from runtime.flow import Choice as Choice
+    from runtime.flow import Compressor as Compressor
+    from runtime.flow import CompressResult as CompressResult
+    from runtime.flow import FlowToolCall as FlowToolCall
+    from runtime.flow import MCPServerSpec as MCPServerSpec
+    from runtime.flow import MCPToolServer as MCPToolServer
+    from runtime.flow import MemoryOptions as MemoryOptions
+    from runtime.flow import Selection as Selection
+    from runtime.flow import Selector as Selector
+    from runtime.flow import sandbox_tools as sandbox_tools
+    from runtime.flow.workflow import Decision as Decision
+    from runtime.flow.workflow import EffectClass as EffectClass
+    from runtime.flow.workflow import RetryPolicy as RetryPolicy
+    from runtime.flow.workflow import StepContext as StepContext
+    from runtime.flow.workflow import SyncStepContext as SyncStepContext
+    from runtime.flow.workflow import Workflow as Workflow
+    from runtime.flow.workflow import router as router
+    from runtime.flow.workflow import step as step
+    from runtime.memory import CommitResult as CommitResult
+    from runtime.memory import Extractor as Extractor
+    from runtime.memory import HeuristicExtractor as HeuristicExtractor
+    from runtime.memory import MemoryHit as MemoryHit
+    from runtime.memory import MemoryItem as MemoryItem
+    from runtime.memory import MemoryService as MemoryService
+    from runtime.providers import ModelRequest as ModelRequest
+    from runtime.providers import ModelResponse as ModelResponse
+    from runtime.providers import Provider as Provider
+    from runtime.providers import ProviderError as ProviderError
+    from runtime.providers import SamplingProvider as SamplingProvider
+    from runtime.providers import ScriptedProvider as ScriptedProvider
+    from runtime.providers import ToolSpec as ToolSpec
+    from runtime.providers import load_provider as load_provider
+    from runtime.runtime import Runtime as Runtime
+    from runtime.runtime import resolve_home as resolve_home
+    from runtime.sandbox import Capabilities as Capabilities
+    from runtime.sandbox import CommandResult as CommandResult
+    from runtime.sandbox import FileEntry as FileEntry
+    from runtime.sandbox import Sandbox as Sandbox
+    from runtime.sandbox import SandboxError as SandboxError
+    from runtime.sandbox.registry import SandboxRegistry as SandboxRegistry
+    from runtime.sessions import Chunk as Chunk
+    from runtime.sessions import LineageGraph as LineageGraph
+    from runtime.sessions import Placement as Placement
+    from runtime.sessions import Session as Session
+    from runtime.sessions import SessionInfo as SessionInfo
+    from runtime.sessions import ToolCall as ToolCall
+    from runtime.sessions import Usage as Usage
 
-_EXPORTS = {
-    "Agent": "runtime.flow",
-    "AgentResult": "runtime.flow",
-    "Capabilities": "runtime.sandbox",
-    "Choice": "runtime.flow",
-    "Chunk": "runtime.sessions",
-    "CommandResult": "runtime.sandbox",
-    "CommitResult": "runtime.memory",
-    "CompressResult": "runtime.flow",
-    "Compressor": "runtime.flow",
-    "ConflictError": "runtime.errors",
-    "Decision": "runtime.flow.workflow",
-    "Effect": "runtime.durable",
-    "EffectClass": "runtime.flow.workflow",
-    "Event": "runtime.durable",
-    "Extractor": "runtime.memory",
-    "FileEntry": "runtime.sandbox",
-    "FlowToolCall": "runtime.flow",
-    "HeuristicExtractor": "runtime.memory",
-    "Interrupt": "runtime.durable",
-    "InvalidInputError": "runtime.errors",
-    "LineageGraph": "runtime.sessions",
-    "MCPServerSpec": "runtime.flow",
-    "MCPToolServer": "runtime.flow",
-    "MemoryHit": "runtime.memory",
-    "MemoryItem": "runtime.memory",
-    "MemoryOptions": "runtime.flow",
-    "MemoryService": "runtime.memory",
-    "ModelRequest": "runtime.providers",
-    "ModelResponse": "runtime.providers",
-    "NotFoundError": "runtime.errors",
-    "Placement": "runtime.sessions",
-    "Provider": "runtime.providers",
-    "ProviderError": "runtime.providers",
-    "RathError": "runtime.errors",
-    "RetryPolicy": "runtime.flow.workflow",
-    "Run": "runtime.durable",
-    "RunFailure": "runtime.errors",
-    "RunService": "runtime.durable",
-    "Runtime": "runtime.runtime",
-    "SamplingProvider": "runtime.providers",
-    "Sandbox": "runtime.sandbox",
-    "SandboxError": "runtime.sandbox",
-    "SandboxRegistry": "runtime.sandbox.registry",
-    "ScriptedProvider": "runtime.providers",
-    "Selection": "runtime.flow",
-    "Selector": "runtime.flow",
-    "Session": "runtime.sessions",
-    "SessionInfo": "runtime.sessions",
-    "StepContext": "runtime.flow.workflow",
-    "SyncStepContext": "runtime.flow.workflow",
-    "ToolCall": "runtime.sessions",
-    "ToolSpec": "runtime.providers",
-    "Usage": "runtime.sessions",
-    "UsageError": "runtime.errors",
-    "Workflow": "runtime.flow.workflow",
-    "WorkflowRegistry": "runtime.durable",
-    "load_provider": "runtime.providers",
-    "resolve_home": "runtime.runtime",
-    "router": "runtime.flow.workflow",
-    "run_worker": "runtime.durable",
-    "sandbox_tools": "runtime.flow",
-    "step": "runtime.flow.workflow",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "Agent",
-    "AgentResult",
-    "Capabilities",
-    "Choice",
-    "Chunk",
-    "CommandResult",
-    "CommitResult",
-    "CompressResult",
-    "Compressor",
-    "ConflictError",
-    "Decision",
-    "Effect",
-    "EffectClass",
-    "Event",
-    "Extractor",
-    "FileEntry",
-    "FlowToolCall",
-    "HeuristicExtractor",
-    "Interrupt",
-    "InvalidInputError",
-    "LineageGraph",
-    "MCPServerSpec",
-    "MCPToolServer",
-    "MemoryHit",
-    "MemoryItem",
-    "MemoryOptions",
-    "MemoryService",
-    "ModelRequest",
-    "ModelResponse",
-    "NotFoundError",
-    "Placement",
-    "Provider",
-    "ProviderError",
-    "RathError",
-    "RetryPolicy",
-    "Run",
-    "RunFailure",
-    "RunService",
-    "Runtime",
-    "SamplingProvider",
-    "Sandbox",
-    "SandboxError",
-    "SandboxRegistry",
-    "ScriptedProvider",
-    "Selection",
-    "Selector",
-    "Session",
-    "SessionInfo",
-    "StepContext",
-    "SyncStepContext",
-    "ToolCall",
-    "ToolSpec",
-    "Usage",
-    "UsageError",
-    "Workflow",
-    "WorkflowRegistry",
-    "load_provider",
-    "resolve_home",
-    "router",
-    "run_worker",
-    "sandbox_tools",
-    "step",
-]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from runtime.lazy import read_exports
+
 LAZY_PACKAGES = [
+    "rath_mcp",
     "runtime",
     "runtime.flow",
     "runtime.sandbox",
@@ -61,14 +64,31 @@ anyio.run(main)
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
 def test_every_public_name_of_a_lazy_package_resolves_to_its_module_s_object(package: str) -> None:
+    """The package's ``TYPE_CHECKING`` imports are its one list of public names (``runtime.lazy``)."""
     module = importlib.import_module(package)
-    exports = module._EXPORTS
-    assert sorted(module.__all__) == sorted(exports)
+    exports = read_exports(module.__file__)
+    assert exports
+    assert module.__all__ == sorted(exports)
     for name in module.__all__:
         value = getattr(module, name)
         assert value is getattr(importlib.import_module(exports[name]), name), name
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'no_such_name'"):
         module.no_such_name  # noqa: B018
+
+
+def test_dir_lists_a_lazy_package_s_names_before_any_is_loaded() -> None:
+    probe = "import json, sys, runtime\nprint(json.dumps([sorted(dir(runtime)), 'runtime.flow.agent' in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    names, agent_loaded = json.loads(done.stdout)
+    assert {"Agent", "Runtime", "step", "__all__", "__getattr__"} <= set(names)
+    assert not agent_loaded
+
+
+def test_a_lazy_package_s_type_checking_block_holds_only_its_public_imports(tmp_path: Path) -> None:
+    init = tmp_path / "__init__.py"
+    init.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import json\n")
+    with pytest.raises(ValueError, match=r"__init__.py:4: the TYPE_CHECKING block of a lazy package holds only"):
+        read_exports(str(init))
 
 
 def test_a_server_start_loads_no_agent_stack_vendor_sdk_or_http_only_module(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from runtime import InvalidInputError, Runtime
 from runtime.sessions import SessionService
-from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
+from runtime.sessions.in_memory import InMemoryHome, InMemorySessionStore
 from runtime.store.sqlite.backend import sqlite_database
 from runtime.store.sqlite.database import id_search_sql, prefix_bounds
 

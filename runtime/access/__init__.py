@@ -8,31 +8,16 @@ Every name is imported on first use (``runtime.lazy``): a server without ``--aut
 
 from typing import TYPE_CHECKING
 
-from runtime.lazy import lazy_exports
+from runtime.lazy import lazy_namespace
 
-if TYPE_CHECKING:
-    from runtime.access.store import AuditRecord, AuditStore, OpsStore, TokenRecord, TokenStore
-    from runtime.access.tokens import TokenService, Verdict, parse_ttl
+if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
+    from runtime.access.store import AuditRecord as AuditRecord
+    from runtime.access.store import AuditStore as AuditStore
+    from runtime.access.store import OpsStore as OpsStore
+    from runtime.access.store import TokenRecord as TokenRecord
+    from runtime.access.store import TokenStore as TokenStore
+    from runtime.access.tokens import TokenService as TokenService
+    from runtime.access.tokens import Verdict as Verdict
+    from runtime.access.tokens import parse_ttl as parse_ttl
 
-_EXPORTS = {
-    "AuditRecord": "runtime.access.store",
-    "AuditStore": "runtime.access.store",
-    "OpsStore": "runtime.access.store",
-    "TokenRecord": "runtime.access.store",
-    "TokenService": "runtime.access.tokens",
-    "TokenStore": "runtime.access.store",
-    "Verdict": "runtime.access.tokens",
-    "parse_ttl": "runtime.access.tokens",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "AuditRecord",
-    "AuditStore",
-    "OpsStore",
-    "TokenRecord",
-    "TokenService",
-    "TokenStore",
-    "Verdict",
-    "parse_ttl",
-]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

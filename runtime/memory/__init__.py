@@ -9,40 +9,19 @@ Every name is imported on first use (``runtime.lazy``).
 
 from typing import TYPE_CHECKING
 
-from runtime.lazy import lazy_exports
+from runtime.lazy import lazy_namespace
 
-if TYPE_CHECKING:
-    from runtime.memory.context import untrusted_context
-    from runtime.memory.extract import Extractor, HeuristicExtractor, transcript
-    from runtime.memory.model import SCOPES, CommitResult, MemoryHit, MemoryItem
-    from runtime.memory.service import MemoryService
-    from runtime.memory.store import MemoryStore, NewMemory
+if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
+    from runtime.memory.context import untrusted_context as untrusted_context
+    from runtime.memory.extract import Extractor as Extractor
+    from runtime.memory.extract import HeuristicExtractor as HeuristicExtractor
+    from runtime.memory.extract import transcript as transcript
+    from runtime.memory.model import SCOPES as SCOPES
+    from runtime.memory.model import CommitResult as CommitResult
+    from runtime.memory.model import MemoryHit as MemoryHit
+    from runtime.memory.model import MemoryItem as MemoryItem
+    from runtime.memory.service import MemoryService as MemoryService
+    from runtime.memory.store import MemoryStore as MemoryStore
+    from runtime.memory.store import NewMemory as NewMemory
 
-_EXPORTS = {
-    "CommitResult": "runtime.memory.model",
-    "Extractor": "runtime.memory.extract",
-    "HeuristicExtractor": "runtime.memory.extract",
-    "MemoryHit": "runtime.memory.model",
-    "MemoryItem": "runtime.memory.model",
-    "MemoryService": "runtime.memory.service",
-    "MemoryStore": "runtime.memory.store",
-    "NewMemory": "runtime.memory.store",
-    "SCOPES": "runtime.memory.model",
-    "transcript": "runtime.memory.extract",
-    "untrusted_context": "runtime.memory.context",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "SCOPES",
-    "CommitResult",
-    "Extractor",
-    "HeuristicExtractor",
-    "MemoryHit",
-    "MemoryItem",
-    "MemoryService",
-    "MemoryStore",
-    "NewMemory",
-    "transcript",
-    "untrusted_context",
-]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

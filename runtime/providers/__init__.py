@@ -7,70 +7,28 @@ Every other name is imported on first use too (``runtime.lazy``).
 
 from typing import TYPE_CHECKING
 
-from runtime.lazy import lazy_exports
+from runtime.lazy import lazy_namespace
 
-if TYPE_CHECKING:
-    from runtime.providers.anthropic_provider import AnthropicProvider
-    from runtime.providers.base import (
-        ModelRequest,
-        ModelResponse,
-        Provider,
-        ProviderConfigError,
-        ProviderError,
-        TokenBudget,
-        TokenBudgetExceeded,
-        ToolSpec,
-    )
-    from runtime.providers.config import PROVIDER_NAMES, configuration_problem, load_provider, read_config
-    from runtime.providers.openai_provider import OpenAIProvider
-    from runtime.providers.registry import ProviderRegistry
-    from runtime.providers.retry import RetryPolicy
-    from runtime.providers.sampling import NoSamplingClient, SamplingCallback, SamplingProvider
-    from runtime.providers.scripted import ScriptedProvider
+if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
+    from runtime.providers.anthropic_provider import AnthropicProvider as AnthropicProvider
+    from runtime.providers.base import ModelRequest as ModelRequest
+    from runtime.providers.base import ModelResponse as ModelResponse
+    from runtime.providers.base import Provider as Provider
+    from runtime.providers.base import ProviderConfigError as ProviderConfigError
+    from runtime.providers.base import ProviderError as ProviderError
+    from runtime.providers.base import TokenBudget as TokenBudget
+    from runtime.providers.base import TokenBudgetExceeded as TokenBudgetExceeded
+    from runtime.providers.base import ToolSpec as ToolSpec
+    from runtime.providers.config import PROVIDER_NAMES as PROVIDER_NAMES
+    from runtime.providers.config import configuration_problem as configuration_problem
+    from runtime.providers.config import load_provider as load_provider
+    from runtime.providers.config import read_config as read_config
+    from runtime.providers.openai_provider import OpenAIProvider as OpenAIProvider
+    from runtime.providers.registry import ProviderRegistry as ProviderRegistry
+    from runtime.providers.retry import RetryPolicy as RetryPolicy
+    from runtime.providers.sampling import NoSamplingClient as NoSamplingClient
+    from runtime.providers.sampling import SamplingCallback as SamplingCallback
+    from runtime.providers.sampling import SamplingProvider as SamplingProvider
+    from runtime.providers.scripted import ScriptedProvider as ScriptedProvider
 
-_EXPORTS = {
-    "AnthropicProvider": "runtime.providers.anthropic_provider",
-    "ModelRequest": "runtime.providers.base",
-    "ModelResponse": "runtime.providers.base",
-    "NoSamplingClient": "runtime.providers.sampling",
-    "OpenAIProvider": "runtime.providers.openai_provider",
-    "PROVIDER_NAMES": "runtime.providers.config",
-    "Provider": "runtime.providers.base",
-    "ProviderConfigError": "runtime.providers.base",
-    "ProviderError": "runtime.providers.base",
-    "ProviderRegistry": "runtime.providers.registry",
-    "RetryPolicy": "runtime.providers.retry",
-    "SamplingCallback": "runtime.providers.sampling",
-    "SamplingProvider": "runtime.providers.sampling",
-    "ScriptedProvider": "runtime.providers.scripted",
-    "TokenBudget": "runtime.providers.base",
-    "TokenBudgetExceeded": "runtime.providers.base",
-    "ToolSpec": "runtime.providers.base",
-    "configuration_problem": "runtime.providers.config",
-    "load_provider": "runtime.providers.config",
-    "read_config": "runtime.providers.config",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "PROVIDER_NAMES",
-    "AnthropicProvider",
-    "ModelRequest",
-    "ModelResponse",
-    "NoSamplingClient",
-    "OpenAIProvider",
-    "Provider",
-    "ProviderConfigError",
-    "ProviderError",
-    "ProviderRegistry",
-    "RetryPolicy",
-    "SamplingCallback",
-    "SamplingProvider",
-    "ScriptedProvider",
-    "TokenBudget",
-    "TokenBudgetExceeded",
-    "ToolSpec",
-    "configuration_problem",
-    "load_provider",
-    "read_config",
-]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

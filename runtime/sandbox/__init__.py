@@ -7,88 +7,33 @@ Every name is imported on first use (``runtime.lazy``): ``OpenSandboxBackend`` a
 
 from typing import TYPE_CHECKING
 
-from runtime.lazy import lazy_exports
+from runtime.lazy import lazy_namespace
 
-if TYPE_CHECKING:
-    from runtime.sandbox.base import (
-        Backend,
-        BackendUnavailableError,
-        Capabilities,
-        CommandResult,
-        FileEntry,
-        FileTooLargeError,
-        InvalidWorkspaceError,
-        IsolationUnavailableError,
-        NotAFileError,
-        PathEscapeError,
-        Sandbox,
-        SandboxError,
-        SandboxFileNotFoundError,
-        UnsupportedLanguageError,
-        WorkspaceFullError,
-        check_workspace_name,
-    )
-    from runtime.sandbox.local import LocalBackend, LocalSandbox
-    from runtime.sandbox.opensandbox import OpenSandboxBackend
-    from runtime.sandbox.opensandbox_box import OpenSandboxSandbox
-    from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
-    from runtime.sandbox.policy import SandboxPolicy, ToolLimits
-    from runtime.sandbox.registry import SandboxRegistry
-    from runtime.sandbox.workspaces import WorkspaceExistsError
+if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
+    from runtime.sandbox.base import Backend as Backend
+    from runtime.sandbox.base import BackendUnavailableError as BackendUnavailableError
+    from runtime.sandbox.base import Capabilities as Capabilities
+    from runtime.sandbox.base import CommandResult as CommandResult
+    from runtime.sandbox.base import FileEntry as FileEntry
+    from runtime.sandbox.base import FileTooLargeError as FileTooLargeError
+    from runtime.sandbox.base import InvalidWorkspaceError as InvalidWorkspaceError
+    from runtime.sandbox.base import IsolationUnavailableError as IsolationUnavailableError
+    from runtime.sandbox.base import NotAFileError as NotAFileError
+    from runtime.sandbox.base import PathEscapeError as PathEscapeError
+    from runtime.sandbox.base import Sandbox as Sandbox
+    from runtime.sandbox.base import SandboxError as SandboxError
+    from runtime.sandbox.base import SandboxFileNotFoundError as SandboxFileNotFoundError
+    from runtime.sandbox.base import UnsupportedLanguageError as UnsupportedLanguageError
+    from runtime.sandbox.base import WorkspaceFullError as WorkspaceFullError
+    from runtime.sandbox.base import check_workspace_name as check_workspace_name
+    from runtime.sandbox.local import LocalBackend as LocalBackend
+    from runtime.sandbox.local import LocalSandbox as LocalSandbox
+    from runtime.sandbox.opensandbox import OpenSandboxBackend as OpenSandboxBackend
+    from runtime.sandbox.opensandbox_box import OpenSandboxSandbox as OpenSandboxSandbox
+    from runtime.sandbox.opensandbox_settings import OpenSandboxSettings as OpenSandboxSettings
+    from runtime.sandbox.policy import SandboxPolicy as SandboxPolicy
+    from runtime.sandbox.policy import ToolLimits as ToolLimits
+    from runtime.sandbox.registry import SandboxRegistry as SandboxRegistry
+    from runtime.sandbox.workspaces import WorkspaceExistsError as WorkspaceExistsError
 
-_EXPORTS = {
-    "Backend": "runtime.sandbox.base",
-    "BackendUnavailableError": "runtime.sandbox.base",
-    "Capabilities": "runtime.sandbox.base",
-    "CommandResult": "runtime.sandbox.base",
-    "FileEntry": "runtime.sandbox.base",
-    "FileTooLargeError": "runtime.sandbox.base",
-    "InvalidWorkspaceError": "runtime.sandbox.base",
-    "IsolationUnavailableError": "runtime.sandbox.base",
-    "LocalBackend": "runtime.sandbox.local",
-    "LocalSandbox": "runtime.sandbox.local",
-    "NotAFileError": "runtime.sandbox.base",
-    "OpenSandboxBackend": "runtime.sandbox.opensandbox",
-    "OpenSandboxSandbox": "runtime.sandbox.opensandbox_box",
-    "OpenSandboxSettings": "runtime.sandbox.opensandbox_settings",
-    "PathEscapeError": "runtime.sandbox.base",
-    "Sandbox": "runtime.sandbox.base",
-    "SandboxError": "runtime.sandbox.base",
-    "SandboxFileNotFoundError": "runtime.sandbox.base",
-    "SandboxPolicy": "runtime.sandbox.policy",
-    "SandboxRegistry": "runtime.sandbox.registry",
-    "ToolLimits": "runtime.sandbox.policy",
-    "UnsupportedLanguageError": "runtime.sandbox.base",
-    "WorkspaceExistsError": "runtime.sandbox.workspaces",
-    "WorkspaceFullError": "runtime.sandbox.base",
-    "check_workspace_name": "runtime.sandbox.base",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "Backend",
-    "BackendUnavailableError",
-    "Capabilities",
-    "CommandResult",
-    "FileEntry",
-    "FileTooLargeError",
-    "InvalidWorkspaceError",
-    "IsolationUnavailableError",
-    "LocalBackend",
-    "LocalSandbox",
-    "NotAFileError",
-    "OpenSandboxBackend",
-    "OpenSandboxSandbox",
-    "OpenSandboxSettings",
-    "PathEscapeError",
-    "Sandbox",
-    "SandboxError",
-    "SandboxFileNotFoundError",
-    "SandboxPolicy",
-    "SandboxRegistry",
-    "ToolLimits",
-    "UnsupportedLanguageError",
-    "WorkspaceExistsError",
-    "WorkspaceFullError",
-    "check_workspace_name",
-]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

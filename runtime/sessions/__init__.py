@@ -5,56 +5,22 @@ Every name is imported on first use (``runtime.lazy``).
 
 from typing import TYPE_CHECKING
 
-from runtime.lazy import lazy_exports
+from runtime.lazy import lazy_namespace
 
-if TYPE_CHECKING:
-    from runtime.sessions.memory_store import InMemoryHome, InMemorySessionStore
-    from runtime.sessions.model import (
-        Chunk,
-        LineageEdge,
-        LineageGraph,
-        LineageNode,
-        Placement,
-        Session,
-        SessionInfo,
-        ToolCall,
-        ToolCallFunction,
-        Usage,
-    )
-    from runtime.sessions.service import SessionService
-    from runtime.sessions.store import SessionStore
+if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
+    from runtime.sessions.in_memory import InMemoryHome as InMemoryHome
+    from runtime.sessions.in_memory import InMemorySessionStore as InMemorySessionStore
+    from runtime.sessions.model import Chunk as Chunk
+    from runtime.sessions.model import LineageEdge as LineageEdge
+    from runtime.sessions.model import LineageGraph as LineageGraph
+    from runtime.sessions.model import LineageNode as LineageNode
+    from runtime.sessions.model import Placement as Placement
+    from runtime.sessions.model import Session as Session
+    from runtime.sessions.model import SessionInfo as SessionInfo
+    from runtime.sessions.model import ToolCall as ToolCall
+    from runtime.sessions.model import ToolCallFunction as ToolCallFunction
+    from runtime.sessions.model import Usage as Usage
+    from runtime.sessions.service import SessionService as SessionService
+    from runtime.sessions.store import SessionStore as SessionStore
 
-_EXPORTS = {
-    "Chunk": "runtime.sessions.model",
-    "InMemoryHome": "runtime.sessions.memory_store",
-    "InMemorySessionStore": "runtime.sessions.memory_store",
-    "LineageEdge": "runtime.sessions.model",
-    "LineageGraph": "runtime.sessions.model",
-    "LineageNode": "runtime.sessions.model",
-    "Placement": "runtime.sessions.model",
-    "Session": "runtime.sessions.model",
-    "SessionInfo": "runtime.sessions.model",
-    "SessionService": "runtime.sessions.service",
-    "SessionStore": "runtime.sessions.store",
-    "ToolCall": "runtime.sessions.model",
-    "ToolCallFunction": "runtime.sessions.model",
-    "Usage": "runtime.sessions.model",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "Chunk",
-    "InMemoryHome",
-    "InMemorySessionStore",
-    "LineageEdge",
-    "LineageGraph",
-    "LineageNode",
-    "Placement",
-    "Session",
-    "SessionInfo",
-    "SessionService",
-    "SessionStore",
-    "ToolCall",
-    "ToolCallFunction",
-    "Usage",
-]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

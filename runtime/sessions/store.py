@@ -2,8 +2,8 @@
 
 The store knows rows and segments; the semantics of fork, merge and lineage live in
 ``runtime.sessions.service`` so that every store implementation shares them. Implementations:
-``runtime.store.sqlite.sessions`` (the embedded default), ``runtime.sessions.memory_store`` (the
-in-memory fake) and, later, the PostgreSQL backend. Each method is one whole unit of work (one
+``runtime.store.sqlite.sessions`` (the embedded default), ``runtime.store.postgres.sessions`` and
+``runtime.sessions.in_memory`` (the in-memory fake). Each method is one whole unit of work (one
 transaction): a write is all or nothing, a read is one consistent snapshot.
 """
 
