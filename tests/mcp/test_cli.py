@@ -144,7 +144,9 @@ async def test_serve_over_http_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         with anyio.fail_after(30):
             while b"/mcp\n" not in seen:
                 seen += await server.stderr.receive()
-        url = seen.decode().split(" on ", 1)[1].strip()
+        # the /mcp line may come in one read with the viewer's line after it: take that line alone
+        line = next(part for part in seen.decode().splitlines() if part.endswith("/mcp"))
+        url = line.split(" on ", 1)[1].strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         async with Client(url, mode="legacy") as client:
             created = await client.call_tool("session_create", {"message": "over http"})
