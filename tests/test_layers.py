@@ -95,7 +95,7 @@ DRIVERS = {
     "psycopg": "runtime/store/postgres/",
 }
 DRIVERS |= {"psycopg2": "runtime/store/postgres/", "psycopg_pool": "runtime/store/postgres/"}
-LAYERS = ("sessions", "durable", "memory", "flow", "agents", "workflows", "sandbox", "providers")
+LAYERS = sorted(p.parent.name for p in RUNTIME.glob("*/__init__.py") if p.parent.name != "store")
 ABOVE_THE_LAYERS = {"runtime/__init__.py", "runtime/runtime.py", "runtime/backend.py"}
 
 

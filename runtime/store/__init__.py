@@ -2,7 +2,7 @@
 
 Each layer owns the protocol of its store (``runtime.sessions.store.SessionStore``,
 ``runtime.durable.store.RunStore``, ``runtime.memory.store.MemoryStore``); a backend
-(``runtime/store/sqlite/``, later ``runtime/store/postgres/``) implements all three with its own
+(``runtime/store/sqlite/``, ``runtime/store/postgres/``) implements all three with its own
 schema, migrations and SQL. This package knows none of the layers: it only finds the backend a
 URL names (``BACKENDS``) and hands it the URL. A backend module provides::
 

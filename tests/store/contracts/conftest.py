@@ -20,15 +20,7 @@ from runtime.store.migration import Migration
 from runtime.store.postgres import PostgresDatabase, migrations
 from tests import pg
 
-BACKENDS = ["sqlite"]
-
-
-async def _open(url: StoreURL) -> Any:
-    if url.scheme == "postgresql":  # opened directly: the scheme is registered only once all its stores are
-        from runtime.store.postgres import backend as postgres
-
-        return await postgres.open(url)
-    return await open_backend(url)
+BACKENDS = ["sqlite", "postgresql"]
 
 
 def fresh_store_url(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreURL:
@@ -65,7 +57,7 @@ async def open_test_backend(store: str | StoreURL, tmp_path: Path | None = None)
         from runtime.store.postgres import backend as postgres
 
         await postgres.migrate(store)  # PostgreSQL never migrates on open
-    backend: StoreBackend = await _open(store)
+    backend: StoreBackend = await open_backend(store)
     try:
         yield backend
     finally:
@@ -74,7 +66,7 @@ async def open_test_backend(store: str | StoreURL, tmp_path: Path | None = None)
 
 async def open_again(backend: StoreBackend) -> Any:
     """A second backend on the same store: another process, as far as the store can tell."""
-    return await _open(backend.url)
+    return await open_backend(backend.url)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -16,14 +16,14 @@ from runtime.backend import StoreBackend
 from runtime.durable.store import NewRun
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.store import StoreURL
-from tests.store.contracts.conftest import fresh_store_url, open_again, open_test_backend
+from tests.store.contracts.conftest import BACKENDS, fresh_store_url, open_again, open_test_backend
 
 pytestmark = pytest.mark.anyio
 
 GRANTS = ("session.read", "run.read", "run.create", "admin")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def access_url(request: pytest.FixtureRequest, tmp_path: object) -> StoreURL:
     return fresh_store_url(request.param, tmp_path, request)  # type: ignore[arg-type]
 

@@ -15,7 +15,9 @@ import pytest
 
 from runtime.memory import text
 from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
-from runtime.store.postgres.memory import PostgresMemoryStore
+from runtime.store.core.memory import CoreMemoryStore
+from runtime.store.postgres import recall as pg_recall
+from runtime.store.postgres.executor import PostgresExecutor
 from runtime.store.postgres.schema import MEMORY
 from tests.store.contracts.conftest import BACKENDS, open_postgres, open_test_backend, postgres_dsn
 
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.anyio
 Memories = Callable[[str], MemoryStore]  # a store of the same database for a project
 
 
-@pytest.fixture(params=[*dict.fromkeys([*BACKENDS, "postgresql"])])
+@pytest.fixture(params=BACKENDS)
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -39,7 +41,7 @@ def dsn(kind: str, request: pytest.FixtureRequest) -> str | None:
 async def memories(kind: str, dsn: str | None, tmp_path: Path) -> AsyncIterator[Memories]:
     if dsn is not None:
         async with open_postgres(dsn, MEMORY) as db:
-            yield lambda project: PostgresMemoryStore(db, "local", project)
+            yield lambda project: CoreMemoryStore(PostgresExecutor(db), pg_recall, "local", project)
         return
     async with open_test_backend(kind, tmp_path) as backend:
         yield lambda project: backend.memory("local", project)

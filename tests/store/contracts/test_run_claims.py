@@ -6,8 +6,6 @@ and matches them; whether a process has ended is the worker's question (``runtim
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
 import anyio.lowlevel
 import pytest
@@ -16,18 +14,12 @@ from runtime.backend import StoreBackend
 from runtime.durable.store import RELEASE, ClaimOrder, EffectRecord, Holder, NewInterrupt, RunStore
 from runtime.errors import LeaseLostError
 from runtime.ids import new_id
-from runtime.store import StoreURL
-from tests.store.contracts.conftest import fresh_store_url, open_again
+from tests.store.contracts.conftest import open_again
 from tests.store.contracts.test_run_store import new_run, runs, started
 
 pytestmark = pytest.mark.anyio
 HOST = "boot-1/pid:[1]/uid0@box"
 DEAD, ALIVE = Holder(HOST, 100, 5), Holder(HOST, 200, 7)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
-    return fresh_store_url(request.param, tmp_path, request)
 
 
 async def succeed(store: RunStore, run_id: str, token: int) -> None:

@@ -8,23 +8,14 @@ request fingerprint stored with an idempotency key says which part of a differen
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from runtime.backend import StoreBackend
 from runtime.durable.store import RELEASE, NewRun, RunStore, request_fingerprint
 from runtime.errors import ConflictError, LeaseLostError
 from runtime.sessions.service import SessionService
-from runtime.store import StoreURL
-from tests.store.contracts.conftest import fresh_store_url
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
-    return fresh_store_url(request.param, tmp_path, request)
 
 
 def runs(backend: StoreBackend) -> RunStore:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,18 +29,10 @@ from runtime.durable.store import (
 from runtime.errors import ConflictError, InvalidInputError, LeaseLostError, NotFoundError
 from runtime.flow.workflow import Decision
 from runtime.ids import new_id, now
-from runtime.store import StoreURL
-from tests.store.contracts.conftest import fresh_store_url, open_again
+from tests.store.contracts.conftest import open_again
 
 pytestmark = pytest.mark.anyio
 EXPIRED = -1.0  # a lease_s whose lease is over the moment it is taken
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
-    """Every backend with a RunStore (this suite runs ahead of the conftest's ``BACKENDS``, which
-    gains PostgreSQL once its session and memory stores exist too)."""
-    return fresh_store_url(request.param, tmp_path, request)
 
 
 def runs(backend: StoreBackend, project: str = "default") -> RunStore:

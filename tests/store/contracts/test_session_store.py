@@ -30,7 +30,7 @@ pytestmark = pytest.mark.anyio
 Stores = Callable[[str], SessionStore]  # a store of the same home for a project
 
 
-@pytest.fixture(params=[*dict.fromkeys([*BACKENDS, "postgresql"]), "in-memory"])
+@pytest.fixture(params=[*BACKENDS, "in-memory"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -219,7 +219,7 @@ async def count_rows(kind: str, dsn: str | None, tmp_path: Path) -> dict[str, in
         return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in TABLES}
 
 
-@pytest.mark.parametrize("kind", [*dict.fromkeys([*BACKENDS, "postgresql"])])
+@pytest.mark.parametrize("kind", BACKENDS)
 async def test_a_fork_writes_the_same_rows_whatever_its_history_and_an_append_at_a_tip_extends_in_place(
     kind: str, dsn: str | None, tmp_path: Path, store: SessionStore
 ) -> None:
