@@ -8,7 +8,9 @@ that is the one line a new operation costs beyond its own function.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +26,18 @@ class Dialect:
     on_conflict_ignore: str
     #: whether ``INDEXED BY name`` may pin a query's index (SQLite's planner misjudges a few of them)
     index_hints: bool
+    #: whether a list binds as one array parameter (PostgreSQL: a set of rows is one statement over ``unnest``)
+    arrays: bool = False
 
     def indexed_by(self, index: str) -> str:
         """`` INDEXED BY index`` where the dialect has it, else nothing (PostgreSQL plans for itself)."""
         return f" INDEXED BY {index}" if self.index_hints else ""
+
+    def in_list(self, values: Sequence[Any], sql_type: str = "text") -> tuple[str, tuple[Any, ...]]:
+        """`` IN (?, …)`` over ``values``, or `` = ANY(?::type[])`` binding them as one array where lists bind."""
+        if self.arrays:
+            return f" = ANY(?::{sql_type}[])", (list(values),)
+        return f" IN ({', '.join('?' * len(values))})", tuple(values)
 
 
 SQLITE = Dialect(
@@ -46,4 +56,5 @@ POSTGRES = Dialect(
     insert_ignore="INSERT",
     on_conflict_ignore=" ON CONFLICT DO NOTHING",
     index_hints=False,
+    arrays=True,
 )

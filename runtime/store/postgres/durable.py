@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 
 from runtime.durable.store import EventSpec, RunChange, dumps
-from runtime.durable.store_shared import Scope, check_change, no_run, scope_args
+from runtime.durable.store_shared import Scope, check_change, no_run
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.postgres.notify import notify
@@ -199,19 +199,6 @@ async def release(conn: asyncpg.Connection, leases: Sequence[tuple[str, int]]) -
         RELEASED, [run_id for run_id, _ in leases], [token for _, token in leases],
     )  # fmt: skip
     await changed(conn, *(r["id"] for r in rows))
-
-
-async def has_reapable(conn: asyncpg.Connection, scope: Scope | None) -> bool:
-    """Cheap read: is there anything for ``reap`` to do?"""
-    in_scope = "tenant = COALESCE($2, tenant) AND project = COALESCE($3, project)"
-    found = await conn.fetchval(
-        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < $1 AND {in_scope}) "
-        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < $1 AND {in_scope}) "
-        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < $1 AND {in_scope} "
-        "AND status IN ('queued', 'waiting', 'needs_review'))",
-        now(), *scope_args(scope),
-    )  # fmt: skip
-    return bool(found)
 
 
 async def end_unheld(

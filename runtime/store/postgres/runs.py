@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import asyncpg
@@ -40,9 +40,14 @@ from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
-from runtime.store.postgres import claims, decisions, durable, reap
+from runtime.store.core import decisions, reap
+from runtime.store.core.dialect import POSTGRES
+from runtime.store.core.run_rows import has_reapable
+from runtime.store.core.statements import Op
+from runtime.store.postgres import claims, durable
 from runtime.store.postgres.database import PostgresDatabase, search_ids
 from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL
+from runtime.store.postgres.executor import PostgresExecutor, drive
 from runtime.store.postgres.notify import Notifier, Subscription, notify
 from runtime.store.postgres.sessions import PostgresSessionStore
 
@@ -51,6 +56,7 @@ WATCH_POLL_S = 5.0
 
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 async def _claim_within(conn: asyncpg.Connection, order: ClaimOrder) -> list[asyncpg.Record]:
@@ -99,7 +105,18 @@ class PostgresRunQueue:
 
     def __init__(self, db: PostgresDatabase, scope: Scope | None = None) -> None:
         self.db = db
+        self.ex = PostgresExecutor(db)  # runs the store core's operations (runtime/store/core)
         self.scope = scope
+
+    async def _announced(self, make: Callable[..., Op[T]], *args: Any) -> T:
+        """Run a core write whose result is the run id(s) it changed, and announce those (on commit)."""
+
+        async def write(conn: asyncpg.Connection) -> T:
+            result = await drive(conn, make(POSTGRES, *args))
+            await durable.changed(conn, *([result] if isinstance(result, str) else result))  # type: ignore[misc]
+            return result
+
+        return await self.db.write(write)
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
         return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
@@ -123,13 +140,13 @@ class PostgresRunQueue:
         return await self.db.read(lambda c: claims.holders(c, self.scope, host))
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
+        return await self._announced(reap.take_over, self.scope, host, pid, started)
 
     async def needs_reaping(self) -> bool:
-        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
+        return await self.ex.read(has_reapable, self.scope)
 
     async def reap(self) -> list[str]:
-        return await self.db.write(lambda c: reap.reap(c, self.scope))
+        return await self._announced(reap.reap, self.scope)
 
 
 class PostgresRunStore(PostgresRunQueue):
@@ -263,10 +280,10 @@ class PostgresRunStore(PostgresRunQueue):
         await self.db.write(write)
 
     async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
-        return await self.db.write(lambda c: decisions.decide(c, self.scope, interrupt_id, decision, check))
+        return await self._announced(decisions.decide, self.scope, interrupt_id, decision, check)
 
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
-        return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
+        return await self._announced(decisions.settle_effect, self.scope, effect_id, applied, result_json)
 
     # -- other processes --------------------------------------------------------------------
     async def watch(
@@ -340,7 +357,7 @@ class PostgresRunStore(PostgresRunQueue):
             todo = list(events)
             if settle:
                 await durable.lock_held(conn, run_id, token)  # the run first, then its effects
-                await reap.settle_in_flight(conn, run_id, todo)
+                await drive(conn, reap.settle_in_flight(POSTGRES, run_id, todo))
             todo += tail
             row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
             if output_session is not None:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from runtime.durable.store import EventSpec, RunChange, dumps
-from runtime.durable.store_shared import Scope, check_change, no_run, scope_args
+from runtime.durable.store_shared import Scope, check_change, no_run
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 
@@ -174,19 +174,6 @@ def release(conn: sqlite3.Connection, leases: Sequence[tuple[str, int]]) -> None
         "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'",
         [(RELEASED, run_id, token) for run_id, token in leases],
     )
-
-
-def has_reapable(conn: sqlite3.Connection, scope: Scope | None) -> bool:
-    """Cheap read: is there anything for ``reap`` to do?"""
-    at = now()
-    row = conn.execute(
-        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND {IN_SCOPE}) "
-        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND {IN_SCOPE}) "
-        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND {IN_SCOPE} "
-        "AND status IN ('queued', 'waiting', 'needs_review'))",
-        (at, *scope_args(scope)) * 3,
-    ).fetchone()
-    return bool(row[0])
 
 
 def end_unheld(conn: sqlite3.Connection, run_id: str, status: str, reason: str | None, sets: dict[str, Any]) -> None:

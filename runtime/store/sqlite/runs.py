@@ -37,8 +37,12 @@ from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
-from runtime.store.sqlite import claims, decisions, durable, reap
+from runtime.store.core import decisions, reap
+from runtime.store.core.dialect import SQLITE
+from runtime.store.core.run_rows import has_reapable
+from runtime.store.sqlite import claims, durable
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
+from runtime.store.sqlite.executor import SQLiteExecutor, drive
 from runtime.store.sqlite.sessions import SQLiteSessionStore
 
 log = logging.getLogger(__name__)
@@ -96,6 +100,7 @@ class SQLiteRunQueue:
 
     def __init__(self, db: SQLiteDatabase, scope: Scope | None = None) -> None:
         self.db = db
+        self.ex = SQLiteExecutor(db)  # runs the store core's operations (runtime/store/core)
         self.scope = scope
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
@@ -121,13 +126,13 @@ class SQLiteRunQueue:
         return await self.db.read(lambda c: claims.holders(c, self.scope, host))
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.db.write(lambda c: reap.take_over(c, self.scope, host, pid, started))
+        return await self.ex.write(reap.take_over, self.scope, host, pid, started)
 
     async def needs_reaping(self) -> bool:
-        return await self.db.read(lambda c: durable.has_reapable(c, self.scope))
+        return await self.ex.read(has_reapable, self.scope)
 
     async def reap(self) -> list[str]:
-        return await self.db.write(lambda c: reap.reap(c, self.scope))
+        return await self.ex.write(reap.reap, self.scope)
 
 
 class SQLiteRunStore(SQLiteRunQueue):
@@ -246,10 +251,10 @@ class SQLiteRunStore(SQLiteRunQueue):
         await self.db.write(write)
 
     async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
-        return await self.db.write(lambda c: decisions.decide(c, self.scope, interrupt_id, decision, check))
+        return await self.ex.write(decisions.decide, self.scope, interrupt_id, decision, check)
 
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
-        return await self.db.write(lambda c: decisions.settle_effect(c, self.scope, effect_id, applied, result_json))
+        return await self.ex.write(decisions.settle_effect, self.scope, effect_id, applied, result_json)
 
     async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
         def write(conn: sqlite3.Connection) -> None:
@@ -309,7 +314,7 @@ class SQLiteRunStore(SQLiteRunQueue):
                 durable.guarded_update(conn, run_id, token, step.change, step.events, checkpoint=step.checkpoint, at=at)
             todo = list(events)
             if settle:
-                reap.settle_in_flight(conn, run_id, todo)
+                drive(conn, reap.settle_in_flight(SQLITE, run_id, todo))
             todo += tail
             row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
             if output_session is not None:

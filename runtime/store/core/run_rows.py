@@ -1,0 +1,258 @@
+"""The run row and its events, written once: the fenced and the plain update, event numbering, checkpoints.
+
+Every change a worker makes goes through ``guarded_update``: one UPDATE of the run row that checks
+the fencing token and that the run is still ``running``, and allocates the sequence numbers of
+the events it appends. If the token is stale the UPDATE matches nothing and ``LeaseLostError``
+rolls the whole unit back: a worker that lost its lease can never commit. ``plain_update`` is the
+same change to a run nobody holds (cancel, decisions, reaping).
+
+The two backends keep a checkpoint differently (SQLite on its event's row, in ``cp_`` columns;
+PostgreSQL in ``run_checkpoints``) and write differently fast: where lists bind as arrays
+(``Dialect.arrays``, PostgreSQL) the row update, its events and its checkpoint are ONE statement
+(one round trip); on SQLite, whose statements cost no round trip, an UPDATE, a read back and an
+executemany (SQLite buffers a RETURNING's rows in a table of their own: the read back is cheaper).
+
+Locking order on PostgreSQL, so that concurrent writers never deadlock on one run: a write locks the
+run's row first (the fenced UPDATE, or ``lock_held`` / ``run_row(lock=True)``) and only then touches
+its interrupts and effects. The ops here never NOTIFY: each returns (or its caller knows) the runs it
+changed, and the PostgreSQL backend announces those (``postgres/runs.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from runtime.durable.store import EventSpec, RunChange, dumps
+from runtime.durable.store_shared import Scope, check_change, no_run, scope_args
+from runtime.errors import LeaseLostError, NotFoundError
+from runtime.ids import new_id, now
+from runtime.store.core.dialect import Dialect
+from runtime.store.core.statements import Op, Row, many, none, one, rows, value
+
+#: Where the worker's queries are in ``Scope | None`` (its parameters: ``scope_args``).
+IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
+
+#: The columns of an event (SQLite's ``cp_`` columns stay out of event reads).
+EVENT_COLUMNS = "run_id, seq, type, data, created_at"
+
+RELEASED = 0.0
+"""``lease_expires`` of a lease its worker gave up on shutdown: the reaper hands the run on at once and,
+since no worker was lost, does not count it towards ``MAX_LOST_LEASES``."""
+
+#: An event's row, and one that keeps a checkpoint (SQLite). Naming the ``cp_`` columns only where they hold
+#: something measured a third cheaper per row than binding them NULL.
+_EVENT_ROW = "INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)"
+_CHECKPOINT_ROW = (
+    "INSERT INTO run_events (run_id, seq, type, data, created_at, cp_state, cp_next_step, cp_pending, "
+    "cp_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: Events as one statement over arrays (PostgreSQL).
+_EVENT_ARRAYS = (
+    "INSERT INTO run_events (run_id, seq, type, data, created_at) "
+    "SELECT ?, e.s, e.t, e.d, ?::double precision FROM unnest(?::int[], ?::text[], ?::text[]) AS e(s, t, d)"
+)
+#: What SQLite's ``guarded_update`` reads back of the row it updated.
+_AFTER_UPDATE = "SELECT last_seq, COALESCE(output_session_id, session_id) FROM runs WHERE id = ?"
+
+Checkpoint = tuple[Any, str | None, list[str]]
+
+
+def append_events(
+    d: Dialect,
+    run_id: str,
+    last_seq: int,
+    events: Sequence[EventSpec],
+    at: float,
+    checkpoint: tuple[int, tuple[str, str | None, str, str | None]] | None = None,
+) -> Op[None]:
+    """Insert events numbered so the last one gets ``last_seq`` (already allocated on the run row);
+    ``checkpoint`` (SQLite): ``(seq, (state, next_step, pending, session_id))`` kept on the event numbered ``seq``."""
+    if not events:
+        return
+    first = last_seq - len(events) + 1
+    if d.arrays:
+        seqs = list(range(first, last_seq + 1))
+        yield none(_EVENT_ARRAYS, run_id, at, seqs, [k for k, _ in events], [dumps(v) for _, v in events])
+        return
+    found = [(run_id, seq, kind, dumps(data), at) for seq, (kind, data) in enumerate(events, first)]
+    if checkpoint is not None:
+        seq, fields = checkpoint
+        yield none(_CHECKPOINT_ROW, *found.pop(seq - first), *fields)
+    if found:
+        yield many(_EVENT_ROW, found)
+
+
+def _checkpoint_index(events: Sequence[EventSpec]) -> int:
+    """Which of ``events`` (0-based) keeps the checkpoint: its ``checkpoint.created`` event, else the last."""
+    kinds = [kind for kind, _ in events]
+    return kinds.index("checkpoint.created") if "checkpoint.created" in kinds else len(kinds) - 1
+
+
+def guarded_update(
+    d: Dialect,
+    run_id: str,
+    token: int,
+    sets: RunChange,
+    events: Sequence[EventSpec] = (),
+    checkpoint: Checkpoint | None = None,
+    at: float | None = None,
+) -> Op[int]:
+    """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
+
+    The checkpoint is kept on its ``checkpoint.created`` event (else on the last of ``events``), with the
+    run's session as it is now (what a fork from here starts from). ``at``: the commit's timestamp, when
+    the caller derived other values from it (default: now). A stale ``token`` (or a run no longer running)
+    matches nothing: ``LeaseLostError``, nothing written."""
+    at = now() if at is None else at
+    n = len(events)
+    if checkpoint is not None and not n:
+        raise ValueError("a checkpoint is kept on an event: commit it with its checkpoint.created event")
+    if d.arrays:
+        last = yield from _one_statement(run_id, token, sets, events, checkpoint, at)
+        if last is None:
+            raise LeaseLostError(run_id, token)
+        return last
+    if not (yield none(_guarded_sql(tuple(sets)), n, at, *sets.values(), run_id, token)):
+        raise LeaseLostError(run_id, token)
+    row = yield one(_AFTER_UPDATE, run_id)
+    last_seq = int(row[0])
+    kept = None
+    if checkpoint is not None:
+        state_json, next_step, pending = checkpoint
+        seq = last_seq - n + 1 + _checkpoint_index(events)
+        kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
+    yield from append_events(d, run_id, last_seq, events, at, kept)
+    return last_seq
+
+
+@lru_cache(maxsize=256)
+def _guarded_sql(columns: tuple[str, ...]) -> str:
+    """The UPDATE of ``guarded_update`` setting ``columns`` (checked once per set of columns: a run's
+    steps make a handful of different changes, over and over)."""
+    check_change(dict.fromkeys(columns))
+    cols = "".join(f", {col} = ?" for col in columns)
+    return (
+        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
+        "WHERE id = ? AND lease_token = ? AND status = 'running'"
+    )
+
+
+def _one_statement(
+    run_id: str, token: int | None, sets: RunChange, events: Sequence[EventSpec], cp: Checkpoint | None, at: float
+) -> Op[int | None]:
+    """ONE statement: update the run row (fenced by ``token`` unless None), append the events numbered
+    after its ``last_seq``, take the checkpoint. None when no row matched."""
+    n = len(events)
+    args: list[Any] = [n, at, *sets.values(), run_id]
+    if token is not None:
+        args.append(token)
+    args += [run_id, n, at, [kind for kind, _ in events], [dumps(data) for _, data in events]]
+    if cp is not None:
+        state_json, next_step, pending = cp
+        args += [run_id, n, _checkpoint_index(events) + 1, state_json, next_step, dumps(pending), at]
+    found = yield value(_one_statement_sql(tuple(sets), token is not None, cp is not None), *args)
+    return None if found is None else int(found)
+
+
+@lru_cache(maxsize=256)
+def _one_statement_sql(columns: tuple[str, ...], fenced: bool, checkpoint: bool) -> str:
+    check_change(dict.fromkeys(columns))
+    cols = "".join(f", {col} = ?" for col in columns)
+    fence = " AND lease_token = ? AND status = 'running'" if fenced else ""
+    take = (
+        ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
+        "SELECT ?, u.last_seq - ?::int + ?::int, ?::text, ?::text, ?::text, u.ses, ?::double precision FROM u)"
+        if checkpoint
+        else ""
+    )
+    return (
+        f"WITH u AS (UPDATE runs SET last_seq = last_seq + ?::int, updated_at = ?{cols} "
+        f"WHERE id = ?{fence} RETURNING last_seq, COALESCE(output_session_id, session_id) AS ses), "
+        "e AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+        "SELECT ?, u.last_seq - ?::int + e.ord, e.t, e.d, ?::double precision FROM u, unnest(?::text[], ?::text[]) "
+        f"WITH ORDINALITY AS e(t, d, ord)){take} "
+        "SELECT last_seq FROM u"
+    )
+
+
+def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> Op[int]:
+    """Update a run nobody holds (service-side changes: cancel, decisions, reconciliation)."""
+    check_change(sets)
+    at = now()
+    if d.arrays:
+        last = yield from _one_statement(run_id, None, sets, events, None, at)
+    else:
+        cols = "".join(f", {col} = ?" for col in sets)
+        sql = f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ? RETURNING last_seq"
+        last = yield value(sql, len(events), at, *sets.values(), run_id)
+        if last is not None:
+            yield from append_events(d, run_id, int(last), events, at)
+    if last is None:
+        raise NotFoundError(f"no run {run_id}")
+    return int(last)
+
+
+def lock_held(d: Dialect, run_id: str, token: int) -> Op[None]:
+    """Where writers run at once, lock a run the caller holds the lease of (before touching its effects);
+    ``LeaseLostError`` if it does not. Where they are serialized there is nothing to lock (no statement)."""
+    if not d.for_update:
+        return
+    held = yield value(f"SELECT 1 FROM runs WHERE id = ? AND lease_token = ? AND status = 'running'{d.for_update}",
+                       run_id, token)  # fmt: skip
+    if held is None:
+        raise LeaseLostError(run_id, token)
+
+
+def run_row(d: Dialect, scope: Scope, run_id: str, *, lock: bool = False) -> Op[Row]:
+    """The run's row in ``scope`` (``lock``: locked where writers run at once), else ``no_run``."""
+    sql = "SELECT * FROM runs WHERE id = ? AND tenant = ? AND project = ?" + (d.for_update if lock else "")
+    row = yield one(sql, run_id, scope.tenant, scope.project)
+    if row is None:
+        raise no_run(run_id, scope.tenant, scope.project)
+    return row
+
+
+def insert_run(d: Dialect, scope: Scope, fields: dict[str, Any], events: Sequence[EventSpec]) -> Op[str]:
+    at = now()
+    run_id = new_id("run")
+    row = {
+        "id": run_id,
+        "tenant": scope.tenant,
+        "project": scope.project,
+        "status": "queued",
+        "next_at": at,
+        "created_at": at,
+        "updated_at": at,
+        "last_seq": len(events),
+        **fields,
+    }
+    yield none(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", *row.values())
+    yield from append_events(d, run_id, len(events), events, at)
+    return run_id
+
+
+def has_reapable(d: Dialect, scope: Scope | None) -> Op[bool]:
+    """Cheap read: is there anything for ``reap`` to do?"""
+    found = yield value(
+        f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND {IN_SCOPE}) "
+        f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND {IN_SCOPE}) "
+        f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND {IN_SCOPE} "
+        "AND status IN ('queued', 'waiting', 'needs_review'))",
+        *(now(), *scope_args(scope)) * 3,
+    )
+    return bool(found)
+
+
+def end_unheld(d: Dialect, run_id: str, status: str, reason: str | None, sets: dict[str, Any]) -> Op[None]:
+    """End a run no worker holds (queued, waiting or needing review; its row locked by the caller where
+    writers run at once): expire its pending interrupts (oldest first), set ``status``."""
+    expired: list[Row] = yield rows(
+        "UPDATE run_interrupts SET status = 'expired' WHERE run_id = ? AND status = 'pending' RETURNING id, created_at",
+        run_id,
+    )
+    ordered = sorted(expired, key=lambda r: (r["created_at"], r["id"]))
+    events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": r["id"]}) for r in ordered]
+    events.append(("run.state.changed", {"status": status, "reason": reason}))
+    yield from plain_update(d, run_id, {"status": status, **sets}, events)
