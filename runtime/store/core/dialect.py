@@ -8,6 +8,7 @@ that is the one line a new operation costs beyond its own function.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +27,14 @@ class Dialect:
     on_conflict_ignore: str
     #: whether ``INDEXED BY name`` may pin a query's index (SQLite's planner misjudges a few of them)
     index_hints: bool
+    #: a statement taking a lock on a (text, bigint) key until the transaction ends, so two writers of
+    #: one key queue ("" where writers are serialized anyway)
+    xact_lock: str = ""
     #: whether a list binds as one array parameter (PostgreSQL: a set of rows is one statement over ``unnest``)
     arrays: bool = False
+    #: whether a small point read runs in place on the event loop (``Executor.lookup``; SQLite): worth a
+    #: cheap size check first. Elsewhere a lookup is a read like any other, so no check is made.
+    point_reads: bool = False
 
     def indexed_by(self, index: str) -> str:
         """`` INDEXED BY index`` where the dialect has it, else nothing (PostgreSQL plans for itself)."""
@@ -39,6 +46,22 @@ class Dialect:
             return f" = ANY(?::{sql_type}[])", (list(values),)
         return f" IN ({', '.join('?' * len(values))})", tuple(values)
 
+    def each(self) -> str:
+        """A SELECT of the ids in one list parameter (bound as ``listed(ids)``), however long the list:
+        JSON text on SQLite, an array on PostgreSQL (in the ``"C"`` collation of its id columns)."""
+        return 'SELECT unnest(?::text[]) COLLATE "C"' if self.arrays else "SELECT value FROM json_each(?)"
+
+    def listed(self, values: Sequence[Any]) -> Any:
+        """``values`` as the one parameter ``each()`` reads."""
+        return list(values) if self.arrays else json.dumps(list(values))
+
+    def array_of(self, select: str, column: str) -> str:
+        """An expression: ``select``'s one ``column``, its rows in order, as a list (read back with ``unlist``)."""
+        return f"ARRAY({select})" if self.arrays else f"(SELECT json_group_array({column}) FROM ({select}))"
+
+    def unlist(self, value: Any) -> list[Any]:
+        return list(value) if self.arrays else json.loads(value)
+
 
 SQLITE = Dialect(
     name="sqlite",
@@ -47,6 +70,7 @@ SQLITE = Dialect(
     insert_ignore="INSERT OR IGNORE",
     on_conflict_ignore="",
     index_hints=True,
+    point_reads=True,
 )
 
 POSTGRES = Dialect(
@@ -56,5 +80,6 @@ POSTGRES = Dialect(
     insert_ignore="INSERT",
     on_conflict_ignore=" ON CONFLICT DO NOTHING",
     index_hints=False,
+    xact_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, ?))",
     arrays=True,
 )

@@ -12,14 +12,14 @@ PostgreSQL store has no history yet, each layer's migrations so far fold into on
   linguistic collation (en_US.UTF-8) would otherwise sort them differently;
 - memory has no FTS5: its search index is ``memory_postings`` (term, item, tf, the item's length)
   plus sharded corpus statistics ``memory_stats``, and BM25 is computed in SQL
-  (``runtime.store.postgres.bm25``), whose tables ``memory_postings``, ``memory_docs`` and
+  (``runtime.store.postgres.recall``), whose tables ``memory_postings``, ``memory_docs`` and
   ``memory_stats`` come with the memory migration.
 """
 
 from __future__ import annotations
 
 from runtime.store.migration import Migration
-from runtime.store.postgres.bm25 import INDEX_DDL
+from runtime.store.postgres.recall import INDEX_DDL
 
 SESSIONS = [
     Migration(
@@ -73,6 +73,8 @@ SESSIONS = [
     ),
     # A merge asks whether its first branch holds a chunk by identity, without reading that branch.
     Migration("0002_chunk_uids", "CREATE INDEX chunks_uid ON chunks (uid);"),
+    # A session's longest chunk in characters, as on SQLite (0005): the session store is written once.
+    Migration("0003_session_widest", "ALTER TABLE sessions ADD COLUMN widest INTEGER;"),
 ]
 
 DURABLE = [
