@@ -1,4 +1,4 @@
-"""Memory recall on PostgreSQL: the plain-SQL BM25 index (runtime/store/postgres/bm25.py) at scale.
+"""Memory recall on PostgreSQL: the plain-SQL BM25 index (runtime/store/postgres/recall.py) at scale.
 
     .venv/bin/python bench/pg_memory.py                    # 100k items (loading takes a minute or two)
     .venv/bin/python bench/pg_memory.py --sizes 10000,100000 --server postgresql://postgres@127.0.0.1:5432
@@ -6,7 +6,7 @@
 The corpus and queries are bench/memory.py's (50-120 Zipf-distributed words per item from a 20k
 vocabulary; three-word queries from the 3000 most frequent words, and the worst case, three of the
 20 most frequent, each in most items). For each size it makes a database of its own, loads the
-items through the index's own write path (``bm25.index``, 1000 items per transaction), lets
+items through the index's own write path (``recall.index``, 1000 items per transaction), lets
 PostgreSQL collect statistics (VACUUM ANALYZE, what autovacuum does on its own), then times recall
 (top 10) through ``PostgresDatabase.read`` (a read-only snapshot: three round trips), the time to
 add one item (one group-committed write, durable), and checks top-10 agreement with rank-bm25 given
@@ -34,7 +34,9 @@ from rank_bm25 import BM25Okapi  # noqa: E402
 
 from bench.memory import common_queries, corpus, extra_docs, queries  # noqa: E402
 from runtime.memory.text import query_terms, tokenize  # noqa: E402
-from runtime.store.postgres import PostgresDatabase, bm25, migrations, schema  # noqa: E402
+from runtime.store.core.dialect import POSTGRES  # noqa: E402
+from runtime.store.postgres import PostgresDatabase, migrations, recall, schema  # noqa: E402
+from runtime.store.postgres.executor import drive  # noqa: E402
 
 TARGET_MS = 20.0
 K = 10
@@ -96,7 +98,8 @@ async def _measure(db: PostgresDatabase, url: str, n: int, nq: int) -> dict[str,
         async def load(conn: asyncpg.Connection, part: list[str] = part, at: int = at) -> None:
             seqs = await _insert_items(conn, space, part, at)
             position.update((s, at + i) for i, s in enumerate(seqs))
-            await bm25.index(conn, space, [(s, bm25.term_counts(d)) for s, d in zip(seqs, part, strict=True)])
+            counts = [(s, recall.term_counts(d)) for s, d in zip(seqs, part, strict=True)]
+            await drive(conn, recall.index(POSTGRES, space, counts))
 
         await db.write(load)
     load_s = time.perf_counter() - started
@@ -108,7 +111,8 @@ async def _measure(db: PostgresDatabase, url: str, n: int, nq: int) -> dict[str,
 
     async def top(terms: list[str]) -> list[int]:
         async def fn(conn: asyncpg.Connection) -> list[int]:
-            return [int(r["seq"]) for r in await bm25.recall(conn, space, terms, K)]
+            found = await drive(conn, recall.search(POSTGRES, space, terms, K, columns="top.seq"))
+            return [int(r["seq"]) for r in found]
 
         return await db.read(fn)
 
@@ -130,7 +134,7 @@ async def _measure(db: PostgresDatabase, url: str, n: int, nq: int) -> dict[str,
         async def add(conn: asyncpg.Connection, d: str = d, i: int = i) -> None:
             seqs = await _insert_items(conn, space, [d], n + 1_000_000 + i)
             position[seqs[0]] = n + i
-            await bm25.index(conn, space, [(seqs[0], Counter(tokenize(d)))])
+            await drive(conn, recall.index(POSTGRES, space, [(seqs[0], Counter(tokenize(d)))]))
 
         began = time.perf_counter()
         await db.write(add)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
-from runtime.store.postgres import migrations
+from runtime.store.core.memory import CoreMemoryStore
+from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.executor import PostgresExecutor
-from runtime.store.postgres.memory import PostgresMemoryStore
 from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore
 from runtime.store.postgres.schema import ALL
 from runtime.store.postgres.sessions import PostgresSessionStore
@@ -38,8 +38,8 @@ class PostgresBackend:
     def runs(self, tenant: str, project: str) -> PostgresRunStore:
         return PostgresRunStore(self.db, tenant, project)
 
-    def memory(self, tenant: str, project: str) -> PostgresMemoryStore:
-        return PostgresMemoryStore(self.db, tenant, project)
+    def memory(self, tenant: str, project: str) -> CoreMemoryStore:
+        return CoreMemoryStore(self.ex, recall, tenant, project)
 
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)

@@ -1,4 +1,5 @@
-"""A BM25 search index in plain SQL, for stock PostgreSQL (no extension; ``ts_rank`` is not BM25).
+"""The memory store's keyword index on PostgreSQL (``runtime.store.core.memory.Recall``): BM25 in plain SQL,
+for stock PostgreSQL (no extension; ``ts_rank`` is not BM25).
 
 Terms come from our own tokenizer (``runtime.memory.text.tokenize``: the same terms the SQLite
 store indexes, CJK bigrams included), computed in Python. The index is three tables:
@@ -13,26 +14,27 @@ store indexes, CJK bigrams included), computed in Python. The index is three tab
 
 Document frequencies are not stored at all: a query counts them from the postings it is about
 to score, so no writer updates a shared per-term counter, and no count can be lost or drift.
-Every write is a few statements inside the caller's transaction, so the index is exactly as
+Every write is a few statements (store core operations) inside the caller's transaction, so the index is exactly as
 committed as the items are.
 
 The score (Lucene's BM25, as the SQLite store): for each distinct query term t in item d,
 ``idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avgdl))`` with
-``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, k1 = 1.2, b = 0.75, summed over terms. The idf
+``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, k1 and b ``core.memory``'s ``K1`` and ``B``, summed
+over terms. The idf
 is always positive, so every item sharing a term with the query scores above zero.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-import asyncpg
-
+from runtime.memory.store import NewMemory
 from runtime.memory.text import tokenize
+from runtime.store.core.dialect import Dialect
+from runtime.store.core.memory import ITEM_COLUMNS, K1, B
+from runtime.store.core.statements import Op, Row, none, one, rows
 
-K1 = 1.2
-B = 0.75
 SHARDS = 16
 
 INDEX_DDL = f"""
@@ -60,45 +62,51 @@ CREATE TABLE memory_stats (
 """
 
 _ADD_STATS = f"""
-INSERT INTO memory_stats (space_id, shard, docs, length) VALUES ($1, pg_backend_pid() % {SHARDS}, $2, $3)
+INSERT INTO memory_stats (space_id, shard, docs, length) VALUES (?, pg_backend_pid() % {SHARDS}, ?, ?)
 ON CONFLICT (space_id, shard) DO UPDATE
 SET docs = memory_stats.docs + excluded.docs, length = memory_stats.length + excluded.length
 """
 
+_ADD_DOCS = (
+    "INSERT INTO memory_docs (seq, space_id, len)"
+    " SELECT u.seq, ?, u.len FROM unnest(?::bigint[], ?::int[]) AS u(seq, len)"
+)
+
 _ADD_POSTINGS = """
 INSERT INTO memory_postings (space_id, term, seq, tf, len)
-SELECT $1, u.term, u.seq, u.tf, u.len
-FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[]) AS u(term, seq, tf, len)
+SELECT ?, u.term, u.seq, u.tf, u.len
+FROM unnest(?::text[], ?::bigint[], ?::int[], ?::int[]) AS u(term, seq, tf, len)
 """
 
 # The top k by BM25. For each distinct query term, ``q`` counts its postings (df; an index-only
 # range scan) and turns that into its idf; ``scored`` then reads each term's postings once more
 # and sums the terms' contributions per item. Counting df here, rather than storing it, costs one
 # extra scan of the postings a query reads anyway (measured: about a quarter of the query), and
-# leaves writers no per-term counter to contend on.
-_RECALL = """
+# leaves writers no per-term counter to contend on. Arguments: space, terms, space, space, then
+# the source's and k.
+_RECALL = f"""
 WITH stats AS (
     SELECT sum(docs)::float8 AS n, sum(length)::float8 / greatest(sum(docs), 1) AS avgdl
-    FROM memory_stats WHERE space_id = $1
+    FROM memory_stats WHERE space_id = ?
 ), q AS (
     SELECT t.term, ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) AS idf, s.avgdl
-    FROM unnest($2::text[]) AS t(term)
+    FROM unnest(?::text[]) AS t(term)
     CROSS JOIN stats s
     CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS df FROM memory_postings m WHERE m.space_id = $1 AND m.term = t.term
+        SELECT count(*)::float8 AS df FROM memory_postings m WHERE m.space_id = ? AND m.term = t.term
     ) d
     WHERE d.df > 0
 ), scored AS (
     SELECT p.seq, sum(
-        q.idf * p.tf * ($3::float8 + 1) / (p.tf + $3::float8 * (1 - $4::float8 + $4::float8 * p.len / q.avgdl))
+        q.idf * p.tf * ({K1}::float8 + 1) / (p.tf + {K1}::float8 * (1 - {B}::float8 + {B}::float8 * p.len / q.avgdl))
     ) AS score
     FROM q CROSS JOIN LATERAL (
-        SELECT seq, tf, len FROM memory_postings m WHERE m.space_id = $1 AND m.term = q.term
+        SELECT seq, tf, len FROM memory_postings m WHERE m.space_id = ? AND m.term = q.term
     ) p
     GROUP BY p.seq
 )
-SELECT {columns}, top.score FROM {source}
-ORDER BY top.score DESC, top.seq LIMIT $5
+SELECT {{columns}}, top.score FROM {{source}}
+ORDER BY top.score DESC, top.seq LIMIT ?
 """
 
 
@@ -107,7 +115,16 @@ def term_counts(content: str, tags: Iterable[str] = ()) -> Counter[str]:
     return Counter(tokenize(" ".join([content, *tags])))
 
 
-async def index(conn: asyncpg.Connection, space: int, items: Sequence[tuple[int, Counter[str]]]) -> None:
+def create(d: Dialect, space: int) -> Op[None]:
+    yield from ()  # nothing to make: the postings tables hold every space
+
+
+def put(d: Dialect, space: int, items: Mapping[int, NewMemory]) -> Op[None]:
+    yield from unindex(d, space, list(items))
+    yield from index(d, space, [(seq, term_counts(new.content, new.tags)) for seq, new in items.items()])
+
+
+def index(d: Dialect, space: int, items: Sequence[tuple[int, Counter[str]]]) -> Op[None]:
     """Add items (``seq``, term counts) to a space's index, in the caller's transaction.
 
     An item already indexed must be ``unindex``-ed first (its postings would collide).
@@ -126,66 +143,58 @@ async def index(conn: asyncpg.Connection, space: int, items: Sequence[tuple[int,
             tfs.append(tf)
             lens.append(length)
     doc_lens = [sum(counts.values()) for _, counts in items]
-    await conn.execute(
-        "INSERT INTO memory_docs (seq, space_id, len) SELECT u.seq, $1, u.len FROM unnest($2::bigint[], $3::int[])"
-        " AS u(seq, len)",
-        space,
-        [seq for seq, _ in items],
-        doc_lens,
-    )
+    yield none(_ADD_DOCS, space, [seq for seq, _ in items], doc_lens)
     if terms:
-        await conn.execute(_ADD_POSTINGS, space, terms, seqs, tfs, lens)
-    await conn.execute(_ADD_STATS, space, len(items), sum(doc_lens))
+        yield none(_ADD_POSTINGS, space, terms, seqs, tfs, lens)
+    yield none(_ADD_STATS, space, len(items), sum(doc_lens))
 
 
-async def unindex(conn: asyncpg.Connection, space: int, seqs: Sequence[int]) -> int:
+def unindex(d: Dialect, space: int, seqs: Sequence[int]) -> Op[int]:
     """Remove items from a space's index (those not in it are ignored); returns how many were."""
-    gone = await conn.fetch(
-        "DELETE FROM memory_docs WHERE space_id = $1 AND seq = ANY($2::bigint[]) RETURNING seq, len", space, list(seqs)
+    if not seqs:
+        return 0
+    gone = yield rows(
+        "DELETE FROM memory_docs WHERE space_id = ? AND seq = ANY(?::bigint[]) RETURNING seq, len", space, list(seqs)
     )
     if not gone:
         return 0
-    await conn.execute(
-        "DELETE FROM memory_postings WHERE seq = ANY($1::bigint[]) AND space_id = $2", [r["seq"] for r in gone], space
+    yield none(
+        "DELETE FROM memory_postings WHERE seq = ANY(?::bigint[]) AND space_id = ?", [r["seq"] for r in gone], space
     )
-    await conn.execute(_ADD_STATS, space, -len(gone), -sum(r["len"] for r in gone))
+    yield none(_ADD_STATS, space, -len(gone), -sum(r["len"] for r in gone))
     return len(gone)
 
 
-async def recall(
-    conn: asyncpg.Connection,
-    space: int,
-    terms: Sequence[str],
-    k: int,
-    *,
-    scope: str | None = None,
-    columns: str = "top.seq",
-) -> list[asyncpg.Record]:
+def search(
+    d: Dialect, space: int, terms: Sequence[str], k: int, scope: str | None = None, columns: str = ITEM_COLUMNS
+) -> Op[list[Row]]:
     """The ``k`` best items for any of ``terms``, best first (ties by seq), each with its ``score``.
 
-    ``columns`` picks what each row carries besides ``score``: ``top.seq`` alone, or columns of
-    the item (``i.id, i.content, ...``), which joins ``memory_items i`` for the top ``k`` only.
-    ``scope`` keeps only the items of that scope (filtered before the top ``k`` is taken).
+    ``columns`` picks what each row carries besides ``score``: columns of the item (``i.id,
+    i.content, ...``; the store's), which joins ``memory_items i`` for the top ``k`` only, or
+    ``top.seq`` alone. ``scope`` keeps only the items of that scope (filtered before the top ``k``).
     """
     distinct = list(dict.fromkeys(terms))
     if not distinct or k < 1:
         return []
-    args: list[object] = [space, distinct, K1, B, k]
+    args: list[object] = [space, distinct, space, space]
     if scope is not None:
         args.append(scope)
-        source = "scored top JOIN memory_items i ON i.seq = top.seq AND i.scope = $6"
+        source = "scored top JOIN memory_items i ON i.seq = top.seq AND i.scope = ?"
     elif "i." in columns:
-        source = "(SELECT * FROM scored ORDER BY score DESC, seq LIMIT $5) top JOIN memory_items i ON i.seq = top.seq"
+        args.append(k)
+        source = "(SELECT * FROM scored ORDER BY score DESC, seq LIMIT ?) top JOIN memory_items i ON i.seq = top.seq"
     else:
         source = "scored top"
-    return list(await conn.fetch(_RECALL.format(columns=columns, source=source), *args))
+    found: list[Row] = yield rows(_RECALL.format(columns=columns, source=source), *args, k)
+    return found
 
 
-async def corpus(conn: asyncpg.Connection, space: int) -> tuple[int, int]:
+def corpus(d: Dialect, space: int) -> Op[tuple[int, int]]:
     """The space's indexed item count and total length (what avgdl is computed from)."""
-    row = await conn.fetchrow(
+    row = yield one(
         "SELECT coalesce(sum(docs), 0)::bigint AS n, coalesce(sum(length), 0)::bigint AS total"
-        " FROM memory_stats WHERE space_id = $1",
+        " FROM memory_stats WHERE space_id = ?",
         space,
     )
     return int(row["n"]), int(row["total"])

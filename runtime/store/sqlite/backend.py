@@ -12,10 +12,10 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
-from runtime.store.sqlite import guard, health
+from runtime.store.core.memory import CoreMemoryStore
+from runtime.store.sqlite import guard, health, recall
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.executor import SQLiteExecutor
-from runtime.store.sqlite.memory import SQLiteMemoryStore
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from runtime.store.sqlite.runs import SQLiteRunQueue, SQLiteRunStore
 from runtime.store.sqlite.sessions import SQLiteSessionStore
@@ -39,8 +39,8 @@ class SQLiteBackend:
     def runs(self, tenant: str, project: str) -> SQLiteRunStore:
         return SQLiteRunStore(self.db, tenant, project)
 
-    def memory(self, tenant: str, project: str) -> SQLiteMemoryStore:
-        return SQLiteMemoryStore(self.db, tenant, project)
+    def memory(self, tenant: str, project: str) -> CoreMemoryStore:
+        return CoreMemoryStore(self.ex, recall, tenant, project)
 
     def queue(self) -> SQLiteRunQueue:
         return SQLiteRunQueue(self.db)

@@ -21,7 +21,9 @@ import pytest
 
 from runtime import Runtime
 from runtime.memory.text import query_terms, tokenize
-from runtime.store.postgres import PostgresDatabase, bm25, migrations, schema
+from runtime.store.core.dialect import POSTGRES
+from runtime.store.postgres import PostgresDatabase, migrations, recall, schema
+from runtime.store.postgres.executor import drive
 from tests.memory.oracle import LuceneIdfBM25
 
 pytestmark = pytest.mark.anyio
@@ -116,7 +118,7 @@ async def add(db: PostgresDatabase, space_id: int, content: str, scope: str = "s
                 content,
             )
         )
-        await bm25.index(conn, space_id, [(seq, bm25.term_counts(content))])
+        await drive(conn, recall.index(POSTGRES, space_id, [(seq, recall.term_counts(content))]))
         return seq
 
     return await db.write(fn)
@@ -124,7 +126,7 @@ async def add(db: PostgresDatabase, space_id: int, content: str, scope: str = "s
 
 async def scores(db: PostgresDatabase, space_id: int, query: str, k: int = 10_000, **kw: str) -> dict[int, float]:
     async def fn(conn: asyncpg.Connection) -> dict[int, float]:
-        rows = await bm25.recall(conn, space_id, query_terms(query), k, **kw)
+        rows = await drive(conn, recall.search(POSTGRES, space_id, query_terms(query), k, columns="top.seq", **kw))
         return {int(r["seq"]): float(r["score"]) for r in rows}
 
     return await db.read(fn)
@@ -174,10 +176,12 @@ async def test_unindexed_and_reindexed_items_leave_the_statistics_exact(mdb: Pos
     changed = rnd.sample([s for s in seqs if s not in gone], 20)
 
     async def edit(conn: asyncpg.Connection) -> None:
-        assert await bm25.unindex(conn, sid, gone) == 30
-        assert await bm25.unindex(conn, sid, gone) == 0  # already out: ignored
-        await bm25.unindex(conn, sid, changed)
-        await bm25.index(conn, sid, [(s, bm25.term_counts("記憶 memory " + live[s])) for s in changed])
+        assert await drive(conn, recall.unindex(POSTGRES, sid, gone)) == 30
+        assert await drive(conn, recall.unindex(POSTGRES, sid, gone)) == 0  # already out: ignored
+        await drive(conn, recall.unindex(POSTGRES, sid, changed))
+        await drive(
+            conn, recall.index(POSTGRES, sid, [(s, recall.term_counts("記憶 memory " + live[s])) for s in changed])
+        )
 
     await mdb.write(edit)
     for s in gone:
@@ -188,7 +192,7 @@ async def test_unindexed_and_reindexed_items_leave_the_statistics_exact(mdb: Pos
     tokenized = [tokenize(live[s]) for s in order]
 
     async def stats(conn: asyncpg.Connection) -> tuple[int, int]:
-        return await bm25.corpus(conn, sid)
+        return await drive(conn, recall.corpus(POSTGRES, sid))
 
     assert await mdb.read(stats) == (len(order), sum(map(len, tokenized)))
     for q in QUERIES:
@@ -214,7 +218,7 @@ async def test_spaces_rank_by_their_own_statistics_and_scope_filters(mdb: Postgr
     assert await scores(mdb, one, "absent") == {}
 
     async def with_items(conn: asyncpg.Connection) -> list[asyncpg.Record]:
-        return await bm25.recall(conn, one, ["memory"], 1, columns="i.content, top.seq")
+        return await drive(conn, recall.search(POSTGRES, one, ["memory"], 1, columns="i.content, top.seq"))
 
     rows = await mdb.read(with_items)
     assert [r["content"] for r in rows] == ["memory"]  # the shorter item ranks first
@@ -240,7 +244,7 @@ async def test_concurrent_writers_lose_nothing(mdb: PostgresDatabase, pg_url: st
                     victim = rnd.choice(list(seqs))
 
                     async def drop(conn: asyncpg.Connection, victim: int = victim) -> int:
-                        return await bm25.unindex(conn, sid, [victim])
+                        return await drive(conn, recall.unindex(POSTGRES, sid, [victim]))
 
                     if await db.write(drop):
                         removed.append(victim)
@@ -254,7 +258,7 @@ async def test_concurrent_writers_lose_nothing(mdb: PostgresDatabase, pg_url: st
     tokenized = [tokenize(seqs[s]) for s in live]
 
     async def stats(conn: asyncpg.Connection) -> tuple[int, int]:
-        return await bm25.corpus(conn, sid)
+        return await drive(conn, recall.corpus(POSTGRES, sid))
 
     assert await mdb.read(stats) == (len(live), sum(map(len, tokenized)))
     for q in QUERIES:

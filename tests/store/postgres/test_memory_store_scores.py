@@ -15,8 +15,9 @@ import pytest
 from runtime.memory import text
 from runtime.memory.store import MemoryStore, NewMemory
 from runtime.store import open_backend, parse_store_url
-from runtime.store.postgres import PostgresDatabase, migrations
-from runtime.store.postgres.memory import PostgresMemoryStore
+from runtime.store.core.memory import CoreMemoryStore
+from runtime.store.postgres import PostgresDatabase, migrations, recall
+from runtime.store.postgres.executor import PostgresExecutor
 from runtime.store.postgres.schema import MEMORY
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +52,7 @@ async def test_the_same_items_score_the_same_on_postgresql_and_sqlite(
     db: PostgresDatabase, pg_url: str, tmp_path: Path
 ) -> None:
     await migrations.apply(pg_url, MEMORY)
-    on_pg = PostgresMemoryStore(db, "local", "default")
+    on_pg = CoreMemoryStore(PostgresExecutor(db), recall, "local", "default")
     sqlite = await open_backend(parse_store_url(f"sqlite://{tmp_path / 'scores.db'}"))
     try:
         on_sqlite = sqlite.memory("local", "default")
