@@ -1,9 +1,10 @@
 """What the memory service needs from a store: the ``MemoryStore`` protocol and the records it speaks.
 
-Implementations: ``runtime.store.sqlite.memory`` (FTS5, the embedded default) and, later, the
-PostgreSQL backend. Each method is one whole unit of work (one transaction): ``put`` writes all
-its items or none, a read is one consistent snapshot. ``search`` ranks by BM25 within this
-tenant/project alone (scores > 0, higher is better, best first), exactly as follows.
+Implemented once, ``runtime.store.core.memory``, over each backend's keyword index (``recall.py``:
+FTS5 on SQLite, postings tables on PostgreSQL). Each method is one whole unit of work (one
+transaction): ``put`` writes all its items or none, a read is one consistent snapshot. ``search``
+ranks by BM25 within this tenant/project alone (scores > 0, higher is better, best first), exactly
+as follows.
 
 Scores are Okapi BM25 with Lucene's IDF, which stays positive however common a term is, so a
 score means the same at any store size (FTS5's own ``bm25()`` clamps the IDF of a term found in
