@@ -27,9 +27,11 @@ import anyio
 from anyio.abc import TaskGroup
 
 from runtime.backend import StoreBackend
+from runtime.durable.engine import POLL_S, Engine
 from runtime.durable.registry import WorkflowRegistry
-from runtime.durable.service import POLL_S, RunService
-from runtime.durable.worker import Worker, run_worker
+from runtime.durable.service import RunService
+from runtime.durable.store import RunStore
+from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
@@ -120,6 +122,9 @@ class Runtime:
         sandbox: str = "local",
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
         sandbox_policy: SandboxPolicy | None = None,
+        lease_s: float = 30.0,
+        poll_s: float = POLL_S,
+        worker_slots: int = 0,
     ) -> None:
         self.home = home
         self.store = store
@@ -128,14 +133,19 @@ class Runtime:
         for workflow in builtin_workflows():
             self.workflows.register(workflow)
         self.providers = ProviderRegistry(home)
-        self.lease_s = 30.0
-        self.poll_s = POLL_S
-        #: Runs this process drives at once; 0: none (worker processes on the same store do).
-        self.worker_slots = 0
-        #: Durable workers of this process, whatever scope their runs are in (woken on local starts).
-        self.workers: list[Worker] = []
-        #: Local waiters on runs, by run id (ids are unique across scopes): one table for every scope.
-        self.run_waiters: dict[str, anyio.Event] = {}
+        self._opened = (tenant, project)
+        # Everything the durable engine needs, handed down once: it never reaches back up here.
+        self.engine = Engine(
+            runs=store.runs(tenant, project),
+            stores=lambda tenant, project: self.scoped(tenant, project).runs.store,
+            queue=store.queue(),
+            workflows=self.workflows,
+            services=self,
+            scope=self.scope,
+            lease_s=lease_s,
+            poll_s=poll_s,
+            worker_slots=worker_slots,
+        )
         self._sandbox_options: dict[str, Any] = {
             "default_backend": sandbox,
             "opensandbox_settings": opensandbox,
@@ -168,10 +178,27 @@ class Runtime:
             tenant=tenant,
             project=project,
             sessions=sessions,
-            runs=RunService(self, self.store.runs(tenant, project)),
+            runs=RunService(self.engine, self._run_store(tenant, project), sessions),
             memory=MemoryService(self.store.memory(tenant, project), sessions),
             sandboxes=sandboxes,
         )
+
+    def _run_store(self, tenant: str, project: str) -> RunStore:
+        """The scope's ``RunStore`` (the opening scope's is the engine's own)."""
+        return self.engine.runs if (tenant, project) == self._opened else self.store.runs(tenant, project)
+
+    @property
+    def lease_s(self) -> float:
+        return self.engine.lease_s
+
+    @property
+    def poll_s(self) -> float:
+        return self.engine.poll_s
+
+    @property
+    def worker_slots(self) -> int:
+        """Runs this process drives at once; 0: none (worker processes on the same store do)."""
+        return self.engine.worker_slots
 
     @contextmanager
     def scope(self, tenant: str, project: str) -> Iterator[ScopeServices]:
@@ -273,12 +300,13 @@ class Runtime:
                     sandbox=sandbox,
                     opensandbox=opensandbox,
                     sandbox_policy=sandbox_policy,
+                    lease_s=lease_s,
+                    poll_s=poll_s,
+                    worker_slots=workers,
                 )
-                rt.lease_s, rt.poll_s = lease_s, poll_s  # shared by every scope's RunService
-                rt.worker_slots = workers
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if workers:
-                    tg.start_soon(partial(run_worker, rt, slots=workers))
+                    tg.start_soon(partial(run_worker, rt.engine, slots=workers))
                 try:
                     yield rt
                 except BaseException as exc:  # re-raised below, unwrapped by the task group

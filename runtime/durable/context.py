@@ -15,21 +15,19 @@ import json
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from typing import Any, TypeVar, get_args
 
 import anyio
 import anyio.to_thread
 
-from runtime.durable.models import Effect, Interrupt
+from runtime.durable.engine import Engine
+from runtime.durable.models import Decision, Effect, Interrupt, InterruptKind
 from runtime.durable.outage import once_reachable
-from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, dumps
+from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, RunStore, dumps
 from runtime.durable.transcript import decision_chunks
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
-from runtime.flow.workflow import Decision, EffectClass, InterruptKind, StepContext
+from runtime.flow.workflow import EffectClass, StepContext
 from runtime.ids import new_id, now
-
-if TYPE_CHECKING:
-    from runtime.runtime import Runtime
 
 T = TypeVar("T")
 
@@ -51,11 +49,13 @@ LEDGERED = (EffectClass.IDEMPOTENT, EffectClass.NON_IDEMPOTENT)
 
 
 class LiveContext(StepContext):
-    """One step execution's context, bound to the lease it runs under."""
+    """One step execution's context, bound to the lease it runs under; its writes go to the run's own
+    ``store``, and ``runtime`` is what the engine hands steps (``Engine.services``)."""
 
     def __init__(
         self,
-        runtime: Runtime,
+        engine: Engine,
+        store: RunStore,
         *,
         run_id: str,
         token: int,
@@ -69,7 +69,9 @@ class LiveContext(StepContext):
         output_session_id: str | None = None,
         before_write: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self.runtime = runtime
+        self.engine = engine
+        self.store = store
+        self.runtime = engine.services
         self._before_write = before_write  # commits the run's held steps first (held.py)
         self.run_id = run_id
         self.token = token
@@ -107,7 +109,7 @@ class LiveContext(StepContext):
     # -- effects -----------------------------------------------------------------------------
     async def _known_effects(self) -> dict[str, Effect]:
         if self._effects is None:
-            effects = await self._read(partial(self.runtime.runs.store.visit_effects, self.run_id, self.visit))
+            effects = await self._read(partial(self.store.visit_effects, self.run_id, self.visit))
             self._effects = {e.key: e for e in effects}
         return self._effects
 
@@ -157,7 +159,7 @@ class LiveContext(StepContext):
         error: str | None,
     ) -> None:
         record = EffectRecord(effect_id, self.step, self.visit, key, effect_class.value, status, result_json, error)
-        stored = await self._write(partial(self.runtime.runs.store.record_effect, self.run_id, self.token, record))
+        stored = await self._write(partial(self.store.record_effect, self.run_id, self.token, record))
         if self._effects is not None:
             self._effects[key] = stored
 
@@ -196,9 +198,7 @@ class LiveContext(StepContext):
             raise InvalidInputError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
         ordinal, self._ordinal = self._ordinal, self._ordinal + 1
         if self._interrupts is None:
-            self._interrupts = await self._read(
-                partial(self.runtime.runs.store.visit_interrupts, self.run_id, self.visit)
-            )
+            self._interrupts = await self._read(partial(self.store.visit_interrupts, self.run_id, self.visit))
         known = self._interrupts.get(ordinal)
         if known is not None:
             if known.status == "decided" and known.decision is not None:
@@ -210,7 +210,7 @@ class LiveContext(StepContext):
         interrupt_id = new_id("int")
         expires_at = now() + timeout_s if timeout_s else None
         new = NewInterrupt(interrupt_id, self.step, self.visit, ordinal, kind, prompt, schema, expires_at)
-        await self._write(partial(self.runtime.runs.store.park, self.run_id, self.token, new, self.state_json))
+        await self._write(partial(self.store.park, self.run_id, self.token, new, self.state_json))
         raise InterruptRaised(interrupt_id)
 
     async def _note_decision(self, interrupt: Interrupt, decision: Decision) -> None:
@@ -232,8 +232,8 @@ class LiveContext(StepContext):
 
     async def progress(self, message: str) -> None:
         events: list[EventSpec] = [("step.progress", {"step": self.step, "message": str(message)})]
-        await self._write(partial(self.runtime.runs.store.commit, self.run_id, self.token, {}, events))
-        self.runtime.runs.notify(self.run_id)
+        await self._write(partial(self.store.commit, self.run_id, self.token, {}, events))
+        self.engine.notify(self.run_id)
 
     async def text(self, piece: str) -> None:
         """A piece of a model's text as it is generated (an agent's ``on_delta``): a ``step.text``
@@ -241,5 +241,5 @@ class LiveContext(StepContext):
         if not piece:
             return
         events: list[EventSpec] = [("step.text", {"step": self.step, "text": str(piece)})]
-        await self._write(partial(self.runtime.runs.store.commit, self.run_id, self.token, {}, events))
-        self.runtime.runs.notify(self.run_id)
+        await self._write(partial(self.store.commit, self.run_id, self.token, {}, events))
+        self.engine.notify(self.run_id)

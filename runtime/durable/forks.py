@@ -19,7 +19,9 @@ from runtime.errors import InvalidInputError
 from runtime.jsonvalue import check_json
 
 if TYPE_CHECKING:
-    from runtime.durable.service import RunService
+    from runtime.durable.registry import WorkflowRegistry
+    from runtime.durable.store import RunStore
+    from runtime.sessions.service import SessionService
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -50,21 +52,26 @@ def _chosen(run_id: str, checkpoints: list[dict[str, Any]], seq: int | None) -> 
 
 
 async def fork_run(
-    service: RunService, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
+    store: RunStore,
+    workflows: WorkflowRegistry,
+    sessions: SessionService,
+    run_id: str,
+    checkpoint_seq: int | None = None,
+    state_patch: dict[str, Any] | None = None,
 ) -> Run:
     """Queue a new run from a checkpoint of ``run_id`` (the latest by default); returns it."""
     if state_patch is not None and not isinstance(state_patch, dict):
         raise InvalidInputError(f"state_patch must be a JSON object (a merge patch), got {type(state_patch).__name__}")
     check_json(state_patch, "state_patch")
-    origin = await service.get(run_id)
-    checkpoint = _chosen(run_id, await service.store.checkpoints(run_id), checkpoint_seq)
+    origin = await store.get(run_id)
+    checkpoint = _chosen(run_id, await store.checkpoints(run_id), checkpoint_seq)
     seq, next_step = int(checkpoint["seq"]), checkpoint["next_step"]
     if next_step is None:
         raise InvalidInputError(
             f"checkpoint {seq} of run {run_id} is where it finished: there is no step left to run from it; "
             "fork an earlier checkpoint (run_checkpoints lists them)"
         )
-    plan = service.rt.workflows.get(origin.workflow)
+    plan = workflows.get(origin.workflow)
     if next_step not in plan.steps:
         raise InvalidInputError(
             f"checkpoint {seq} goes on at step {next_step!r}, which workflow {origin.workflow!r} no longer has "
@@ -72,7 +79,7 @@ async def fork_run(
         )
     state = merge_patch(checkpoint["state"], state_patch or {})
     source = checkpoint.get("session_id") or origin.session_id
-    session_id = (await service.rt.sessions.fork(source))[0].id if source is not None else None
+    session_id = (await sessions.fork(source))[0].id if source is not None else None
     origin_ref = {"run_id": run_id, "checkpoint_seq": seq}
     new = NewRun(
         workflow=origin.workflow,
@@ -86,7 +93,5 @@ async def fork_run(
     )
     created = {"workflow": origin.workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
     forked = {**origin_ref, "next_step": next_step, "patched": sorted(state_patch or {}), "from_session": source}
-    new_id = await service.store.create(
-        new, [("run.created", {**created, "forked_from": origin_ref}), ("run.forked", forked)]
-    )
-    return await service.get(new_id)
+    new_id = await store.create(new, [("run.created", {**created, "forked_from": origin_ref}), ("run.forked", forked)])
+    return await store.get(new_id)

@@ -1,13 +1,21 @@
-"""Records of the durable layer as users see them: ``Run``, ``Event``, ``Interrupt``, ``Effect``."""
+"""Records of the durable layer as users see them: ``Run``, ``Event``, ``Interrupt``, ``Effect``, ``Decision``.
+
+They are what the ``RunStore`` protocol (``store.py``) speaks, so they live below both the stores and the
+workflow definitions: ``runtime.flow.workflow`` re-exports ``Decision`` and the literal types it names.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.flow.workflow import Decision, InterruptKind
+InterruptKind = Literal["approval", "input", "review"]
+DecisionAction = Literal["approve", "edit", "reject", "respond"]
+ACTIONS: tuple[str, ...] = get_args(DecisionAction)
+OUTCOMES = ("applied", "not_applied")
+"""How a person settles an ambiguous effect (``RunService.resolve_effect``)."""
 
 RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
@@ -30,6 +38,30 @@ def loads(text: str | None) -> Any:
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class Decision(BaseModel):
+    """A human's answer to an interrupt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: DecisionAction
+    value: Any = None
+    actor: str = "user"
+    reason: str | None = None
+
+
+def checkpoint_dict(row: Row) -> dict[str, Any]:
+    """A checkpoint as ``RunService.checkpoints`` returns it, from its stored record. ``session_id``: the
+    run's session at that point (its output session so far, else its input session)."""
+    return {
+        "seq": row["seq"],
+        "state": loads(row["state"]),
+        "next_step": row["next_step"],
+        "pending": loads(row["pending"]),
+        "session_id": row["session_id"],
+        "created_at": row["created_at"],
+    }
 
 
 class Interrupt(_Record):

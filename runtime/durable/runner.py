@@ -15,11 +15,12 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
 from runtime.durable.context import CURRENT_RUN, LiveContext
+from runtime.durable.engine import Engine
 from runtime.durable.held import CHAINED, CommitLine
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
@@ -31,9 +32,6 @@ from runtime.sessions.service import SessionService
 from runtime.sessions.store import NewSession
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from runtime.runtime import Runtime
 
 
 @dataclass
@@ -84,14 +82,15 @@ class Runner:
 
     def __init__(
         self,
-        rt: Runtime,
+        engine: Engine,
         plan: Plan,
         claim: Claim,
         lease: Lease,
         *,
         successor: Callable[[], ClaimOrder | None] | None = None,
     ) -> None:
-        self.rt, self.plan, self.lease = rt, plan, lease
+        self.engine, self.plan, self.lease = engine, plan, lease
+        self.store = engine.stores(claim.tenant, claim.project)  # the run's own scope's
         # what the commit that ends this claim also claims (the worker's next run for this slot), asked
         # when that commit is made (the worker may be stopping by then), and what it got
         self.successor = successor
@@ -108,12 +107,11 @@ class Runner:
         self.output_session_id: str | None = claim.output_session_id
         self.line = CommitLine(self._store_commit, self._committed, lease.lose, claim.id)
 
-    # The run's store and watchers are those of the scope it is driven in (``rt.runs`` follows the scope).
     def _store_commit(self, change: dict[str, Any], events: list[EventSpec], **options: Any) -> Awaitable[list[Claim]]:
-        return self.rt.runs.store.commit(self.run_id, self.lease.token, change, events, **options)
+        return self.store.commit(self.run_id, self.lease.token, change, events, **options)
 
     def _committed(self) -> None:
-        self.rt.runs.notify(self.run_id)
+        self.engine.notify(self.run_id)
 
     async def _commit(
         self,
@@ -146,7 +144,7 @@ class Runner:
             output_session=output_session,
             then_claim=order,
         )
-        self.rt.runs.notify(self.run_id, *(claim.id for claim in self.next_claims))
+        self.engine.notify(self.run_id, *(claim.id for claim in self.next_claims))
 
     async def drive(self) -> None:
         """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""
@@ -216,7 +214,8 @@ class Runner:
         if key is not None:
             key = key.format(run_id=self.run_id, step=self.step, visit=self.visit)
         return LiveContext(
-            self.rt,
+            self.engine,
+            self.store,
             run_id=self.run_id,
             token=self.lease.token,
             step=self.step,
@@ -299,7 +298,7 @@ class Runner:
             raise InvalidInputError(f"result() of {self.plan.name} is not JSON-serialisable: {exc}") from None
 
     async def _forward(self, ctx: LiveContext, state: Any) -> Outcome:
-        sessions = self.rt.sessions
+        sessions = self.engine.services.sessions  # the run's scope's: the worker entered it
         if self.session_id is not None:
             session = await sessions.get(self.session_id)
         else:

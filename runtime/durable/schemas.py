@@ -1,15 +1,11 @@
-"""Checks on human decisions before they reach the store: actions, outcomes and JSON schemas."""
+"""JSON schema checks: a run's input against its workflow's ``input_schema``, a decided value against its
+interrupt's ``schema``, with errors that say where the value is wrong and why."""
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
-from runtime.durable.models import Row, loads
 from runtime.errors import InvalidInputError
-from runtime.flow.workflow import DecisionAction
-
-ACTIONS: tuple[str, ...] = get_args(DecisionAction)
-OUTCOMES = ("applied", "not_applied")
 
 
 def check_schema(value: Any, schema: dict[str, Any] | None, what: str) -> None:
@@ -25,16 +21,3 @@ def check_schema(value: Any, schema: dict[str, Any] | None, what: str) -> None:
         raise InvalidInputError(f"{what} does not match its schema at {where}: {exc.message}") from None
     except jsonschema.SchemaError as exc:
         raise InvalidInputError(f"the schema for {what} is not a valid JSON schema: {exc.message}") from None
-
-
-def checkpoint_dict(row: Row) -> dict[str, Any]:
-    """A checkpoint as ``RunService.checkpoints`` returns it, from its stored record. ``session_id``: the
-    run's session at that point (its output session so far, else its input session)."""
-    return {
-        "seq": row["seq"],
-        "state": loads(row["state"]),
-        "next_step": row["next_step"],
-        "pending": loads(row["pending"]),
-        "session_id": row["session_id"],
-        "created_at": row["created_at"],
-    }

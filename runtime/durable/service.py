@@ -13,26 +13,34 @@ import builtins
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
 import anyio
 from anyio.abc import TaskStatus
 
-from runtime.durable import decisions
+from runtime.durable.engine import POLL_S as POLL_S  # re-exported: where it was first defined
+from runtime.durable.engine import Engine, WorkerSignals
 from runtime.durable.forks import fork_run
-from runtime.durable.models import SETTLED, TERMINAL, Effect, Event, Interrupt, Run, RunStatus
+from runtime.durable.models import (
+    ACTIONS,
+    OUTCOMES,
+    SETTLED,
+    TERMINAL,
+    Decision,
+    Effect,
+    Event,
+    Interrupt,
+    Run,
+    RunStatus,
+)
+from runtime.durable.schemas import check_schema
 from runtime.durable.store import NewRun, RunStore, dumps, request_fingerprint
 from runtime.durable.store_shared import idempotency_conflict
 from runtime.errors import InvalidInputError
-from runtime.flow.workflow import Decision
 from runtime.ids import check_id_search, now
 from runtime.jsonvalue import check_json
+from runtime.sessions.service import SessionService
 
-if TYPE_CHECKING:
-    from runtime.durable.worker import Worker
-    from runtime.runtime import Runtime
-
-POLL_S = 0.25
 WATCH_QUIET_S = 5.0  # a store's watch says "look again" after this long without a notification (or poll_s)
 CANCEL_GRACE_S = 5.0
 STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -41,38 +49,36 @@ STATUSES: tuple[str, ...] = get_args(RunStatus)
 class RunService:
     """Durable runs of one tenant/project, reached as ``runtime.runs`` (in that scope).
 
-    The signals (local waiters, this process's workers, the lease length, the poll interval) belong to
-    the runtime and are shared by the services of every scope: a worker drives runs of all of them.
+    The signals (local waiters, this process's workers, the lease length, the poll interval) are the
+    ``Engine``'s, shared by the services of every scope: a worker drives runs of all of them.
+    ``sessions``: the same scope's sessions (a run's input session is made or checked there).
     """
 
-    def __init__(self, rt: Runtime, store: RunStore) -> None:
-        self.rt = rt
+    def __init__(self, engine: Engine, store: RunStore, sessions: SessionService) -> None:
+        self.engine = engine
         self.store = store
-        self._waiters: dict[str, anyio.Event] = rt.run_waiters
+        self.sessions = sessions
+        self._waiters: dict[str, anyio.Event] = engine.waiters
 
     @property
     def lease_s(self) -> float:
-        return self.rt.lease_s
+        return self.engine.lease_s
 
     @property
     def poll_s(self) -> float:
-        return self.rt.poll_s
+        return self.engine.poll_s
 
     @property
-    def workers(self) -> builtins.list[Worker]:
-        return self.rt.workers
+    def workers(self) -> builtins.list[WorkerSignals]:
+        return self.engine.workers
 
     # -- signals -----------------------------------------------------------------------------
     def notify(self, *run_ids: str) -> None:
         """Wake local waiters of these runs (called after every local commit)."""
-        for run_id in run_ids:
-            event = self._waiters.pop(run_id, None)
-            if event is not None:
-                event.set()
+        self.engine.notify(*run_ids)
 
     def _wake_workers(self) -> None:
-        for worker in self.workers:
-            worker.wake()
+        self.engine.wake_workers()
 
     async def follow_others(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Wake local waiters and workers on changes other processes commit, as far as the store can tell
@@ -115,17 +121,17 @@ class RunService:
         deadline_s: float | None = None,
     ) -> None:
         """Everything ``start`` checks before it writes, so a caller can check before it makes the input session."""
-        plan = self.rt.workflows.get(workflow)
+        plan = self.engine.workflows.get(workflow)
         if deadline_s is not None and not 0 < deadline_s < math.inf:
             raise InvalidInputError(f"deadline_s must be a positive number of seconds, got {deadline_s}")
         if input is not None and not isinstance(input, dict):
             raise InvalidInputError(f"input must be a JSON object, got {type(input).__name__}")
         payload = dict(input or {})
         check_json(payload, "input")
-        decisions.check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
+        check_schema(payload, dict(plan.input_schema) if plan.input_schema else None, f"input of {workflow}")
         plan.run_key(payload)  # a concurrency key that cannot be computed is refused before anything is written
         if session_id is not None:
-            await self.rt.sessions.info(session_id)
+            await self.sessions.info(session_id)
 
     async def by_idempotency_key(self, idempotency_key: str) -> Run | None:
         """The run started with this idempotency key here, if any."""
@@ -175,7 +181,7 @@ class RunService:
                     raise idempotency_conflict(idempotency_key, existing.id, existing.request_hash, fingerprint)
                 return existing
         source = await self._input_session(session_id, message)
-        plan = self.rt.workflows.get(workflow)
+        plan = self.engine.workflows.get(workflow)
         new = NewRun(
             workflow=workflow,
             plan_hash=plan.plan_hash,
@@ -198,15 +204,15 @@ class RunService:
             return session_id
         chunk = {"kind": "user", "content": message}
         if session_id is None:
-            return (await self.rt.sessions.create([chunk])).id
-        return (await self.rt.sessions.append(session_id, [chunk])).id
+            return (await self.sessions.create([chunk])).id
+        return (await self.sessions.append(session_id, [chunk])).id
 
     async def fork(
         self, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
     ) -> Run:
         """A new run from a checkpoint of ``run_id`` (default: its latest), its state merged with
         ``state_patch`` (a JSON merge patch); see ``runtime.durable.forks``."""
-        run = await fork_run(self, run_id, checkpoint_seq, state_patch)
+        run = await fork_run(self.store, self.engine.workflows, self.sessions, run_id, checkpoint_seq, state_patch)
         self._wake_workers()
         return run
 
@@ -299,13 +305,13 @@ class RunService:
     ) -> Run:
         """Decide a pending interrupt; its run is queued to resume (the step re-runs, effects replay)."""
         check_json(value, "value")
-        if action not in decisions.ACTIONS:
-            raise InvalidInputError(f"action {action!r} is not one of {list(decisions.ACTIONS)}")
+        if action not in ACTIONS:
+            raise InvalidInputError(f"action {action!r} is not one of {list(ACTIONS)}")
         decision = Decision(action=action, value=value, actor=actor, reason=reason)  # type: ignore[arg-type]
 
         def check(interrupt: Interrupt) -> None:
             if action in ("edit", "respond"):
-                decisions.check_schema(value, interrupt.schema_, f"the value of interrupt {interrupt_id}")
+                check_schema(value, interrupt.schema_, f"the value of interrupt {interrupt_id}")
 
         run_id = await self.store.decide(interrupt_id, decision, check)
         self._wake_workers()
@@ -316,8 +322,8 @@ class RunService:
         """Settle an ambiguous effect: ``applied`` (with its result, replayed from now on) or ``not_applied``
         (run it again). When none is left ambiguous, a ``needs_review`` run is queued to go on."""
         check_json(result, "result")
-        if outcome not in decisions.OUTCOMES:
-            raise InvalidInputError(f"outcome {outcome!r} is not one of {list(decisions.OUTCOMES)}")
+        if outcome not in OUTCOMES:
+            raise InvalidInputError(f"outcome {outcome!r} is not one of {list(OUTCOMES)}")
         try:
             result_json = dumps(result) if outcome == "applied" else None
         except (TypeError, ValueError) as exc:

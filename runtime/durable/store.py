@@ -39,8 +39,7 @@ from typing import Any, Protocol
 from anyio.abc import TaskStatus
 
 from runtime.durable.compact_json import dumps as dumps  # re-exported: the stores write with it
-from runtime.durable.models import Effect, Event, Interrupt, Run
-from runtime.flow.workflow import Decision
+from runtime.durable.models import Decision, Effect, Event, Interrupt, Run
 from runtime.sessions.store import NewSession
 
 EventSpec = tuple[str, dict[str, Any]]

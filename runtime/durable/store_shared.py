@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.durable.models import Row
+from runtime.durable.models import Decision, Row
 from runtime.durable.store import MAX_LOST_LEASES, RUN_FIELDS, RunChange, dumps
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
-from runtime.flow.workflow import Decision
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime.durable.models import Interrupt
-from runtime.flow.workflow import Decision
+from runtime.durable.models import Decision, Interrupt
 
 
 def _value_text(value: Any) -> str:

@@ -8,7 +8,7 @@ other processes: at once when the store's watch tells of one, else every ``poll_
 workers, in any number of processes, may share one store.
 
 A worker serves every tenant/project of its store: it claims, takes over and reaps through the
-store's ``RunQueue`` (across scopes), and drives each run inside the run's own scope (``rt.scope``),
+store's ``RunQueue`` (across scopes), and drives each run inside the run's own scope (``Engine.scope``),
 so the run's sessions, effects, memory writes and sandbox workspace stay where the run belongs.
 
 A worker vanishes in two ways. One on another machine is known gone only when its lease runs out.
@@ -26,20 +26,17 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.durable.engine import Engine
 from runtime.durable.outage import Outage, once_reachable
 from runtime.durable.owner import is_gone, this_process
 from runtime.durable.runner import Lease, Runner
 from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec
 from runtime.errors import CommitUnknownError, LeaseLostError, StoreUnavailableError
 from runtime.ids import now
-
-if TYPE_CHECKING:
-    from runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 RESTART_S = 1.0
@@ -49,16 +46,16 @@ class Worker:
     """Claims and runs durable runs of the runtime's known workflows, in every tenant/project of its store."""
 
     def __init__(
-        self, rt: Runtime, *, slots: int = 4, lease_s: float | None = None, poll_s: float | None = None
+        self, engine: Engine, *, slots: int = 4, lease_s: float | None = None, poll_s: float | None = None
     ) -> None:
         if slots < 1:
             raise ValueError("a worker needs at least one slot")
-        self.rt = rt
+        self.engine = engine
         self.slots = slots
-        self.lease_s = lease_s if lease_s is not None else rt.runs.lease_s
-        self.poll_s = poll_s if poll_s is not None else rt.runs.poll_s
+        self.lease_s = lease_s if lease_s is not None else engine.lease_s
+        self.poll_s = poll_s if poll_s is not None else engine.poll_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
-        self.queue = rt.store.queue()
+        self.queue = engine.queue
         self.holder = this_process()  # None where /proc cannot say: then only leases recover our runs
         self.leases: dict[str, Lease] = {}
         self._wake = anyio.Event()
@@ -88,7 +85,7 @@ class Worker:
         finish or park; whatever is still running then is stopped and its lease released at
         once (so another worker resumes it without waiting for the lease to expire).
         """
-        self.rt.workers.append(self)
+        self.engine.workers.append(self)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_resilient, self._renew_loop, "renew")
@@ -102,12 +99,12 @@ class Worker:
                             await self._slot_free.wait()
                     tg.cancel_scope.cancel()
         finally:
-            self.rt.workers.remove(self)
+            self.engine.workers.remove(self)
 
     # -- claiming ----------------------------------------------------------------------------
     async def claim(self, limit: int) -> list[Claim]:
         """Claim up to ``limit`` ready runs (one transaction). Public for tests and tools."""
-        names, limits = self.rt.workflows.names(), self.rt.workflows.limits()
+        names, limits = self.engine.workflows.names(), self.engine.workflows.limits()
         with anyio.CancelScope(shield=True):  # a claim that commits must reach its caller
             # every scope's ready runs; a limit counts the workflow's running runs in the whole store
             claims = await self.queue.claim(self.owner, self.lease_s, limit, names, holder=self.holder, limits=limits)
@@ -149,7 +146,9 @@ class Worker:
             claims = await self.claim(free) if full else []
             ready_at: float | None = None
             if not claims:
-                ready_at = await self.queue.next_ready(self.rt.workflows.names(), limits=self.rt.workflows.limits())
+                ready_at = await self.queue.next_ready(
+                    self.engine.workflows.names(), limits=self.engine.workflows.limits()
+                )
                 claims = await self.claim(free) if ready_at is not None and ready_at <= now() else []
             full = len(claims) == free
             for claim in claims:
@@ -157,7 +156,7 @@ class Worker:
                 self.leases[lease.run_id] = lease
                 tg.start_soon(self._execute, claim, lease)
             if claims:
-                self.rt.runs.notify(*(c.id for c in claims))
+                self.engine.notify(*(c.id for c in claims))
                 continue
             delay = self.poll_s
             if ready_at is not None and ready_at > now():
@@ -179,9 +178,9 @@ class Worker:
         """Drive one run; the next run its last commit claimed (its lease held from here), if any."""
         runner: Runner | None = None
         try:
-            plan = self.rt.workflows.get(claim.workflow)
-            runner = Runner(self.rt, plan, claim, lease, successor=self._successor)
-            with self.rt.scope(claim.tenant, claim.project):
+            plan = self.engine.workflows.get(claim.workflow)
+            runner = Runner(self.engine, plan, claim, lease, successor=self._successor)
+            with self.engine.scope(claim.tenant, claim.project):
                 await runner.drive()
         except anyio.get_cancelled_exc_class():
             claimed = runner.next_claims if runner is not None else []
@@ -198,8 +197,8 @@ class Worker:
             await self._crash(claim, lease, exc)
         finally:
             self.leases.pop(lease.run_id, None)
-            self.rt.runs.notify(lease.run_id)
-            if claim.workflow in self.rt.workflows.limits():  # a slot of its workflow is free: look again
+            self.engine.notify(lease.run_id)
+            if claim.workflow in self.engine.workflows.limits():  # a slot of its workflow is free: look again
                 self._wake_all()
         successor = runner.next_claims[0] if runner is not None and runner.next_claims else None
         if successor is not None:
@@ -210,7 +209,7 @@ class Worker:
         """What a run's last commit claims for its slot: the next ready run (none once stopping)."""
         if self._stopping:
             return None
-        workflows, limits = self.rt.workflows.names(), self.rt.workflows.limits()
+        workflows, limits = self.engine.workflows.names(), self.engine.workflows.limits()
         return ClaimOrder(self.owner, self.lease_s, 1, workflows, holder=self.holder, limits=limits)
 
     async def _crash(self, claim: Claim, lease: Lease, exc: Exception) -> None:
@@ -218,9 +217,7 @@ class Worker:
         events: list[EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
         with anyio.CancelScope(shield=True):
             try:
-                await self.rt.scoped(claim.tenant, claim.project).runs.store.commit(
-                    lease.run_id, lease.token, sets, events
-                )
+                await self.engine.stores(claim.tenant, claim.project).commit(lease.run_id, lease.token, sets, events)
             except Exception:
                 log.exception("could not record the crash of run %s", lease.run_id)
 
@@ -230,7 +227,7 @@ class Worker:
         (the release names our token: a run taken over meanwhile, or ended by that very write, is left be)."""
         log.warning("run %s handed back: its last write may or may not have happened (%s)", lease.run_id, exc)
         held = [(lease.run_id, lease.token)]
-        await once_reachable(partial(self.rt.runs.store.release, held), f"worker {self.owner}'s hand-back")
+        await once_reachable(partial(self.engine.runs.release, held), f"worker {self.owner}'s hand-back")
         self._wake_all()
 
     # -- leases ------------------------------------------------------------------------------
@@ -263,7 +260,7 @@ class Worker:
 
     async def _renew(self, held: list[tuple[str, int]]) -> None:
         with anyio.CancelScope(shield=True):
-            alive = await self.rt.runs.store.renew(held, self.lease_s)
+            alive = await self.engine.runs.renew(held, self.lease_s)
         for run_id, token in held:
             lease = self.leases.get(run_id)
             if lease is None or lease.token != token:
@@ -274,7 +271,7 @@ class Worker:
                 lease.cancel(alive[run_id])
 
     async def _poll_cancels(self, held: list[tuple[str, int]]) -> None:
-        asked = await self.rt.runs.store.cancel_requests([run_id for run_id, _ in held])
+        asked = await self.engine.runs.cancel_requests([run_id for run_id, _ in held])
         for run_id, reason in asked.items():
             lease = self.leases.get(run_id)
             if lease is not None and not lease.cancelled:
@@ -287,19 +284,18 @@ class Worker:
             if await self.queue.needs_reaping():
                 touched += await self.queue.reap()
             if touched:
-                self.rt.runs.notify(*touched)
+                self.engine.notify(*touched)
                 self._wake_all()
             await anyio.sleep(min(1.0, self.lease_s / 2))
 
     def _wake_all(self) -> None:
         """Wake every worker of this runtime (a run became claimable, or a concurrency slot freed)."""
-        for worker in self.rt.workers:
-            worker.wake()
+        self.engine.wake_workers()
 
     async def _release(self, held: list[tuple[str, int]]) -> None:
         """On shutdown, give our leases up so any worker can recover the runs at once."""
         try:
-            await self.rt.runs.store.release(held)
+            await self.engine.runs.release(held)
         except Exception:
             log.exception("could not release leases on shutdown")
 
@@ -321,12 +317,13 @@ async def _resilient(loop: Callable[[], Awaitable[None]], name: str) -> None:
 
 
 async def run_worker(
-    rt: Runtime,
+    engine: Engine,
     stop: anyio.Event | None = None,
     *,
     slots: int = 4,
     lease_s: float | None = None,
     drain_s: float = 5.0,
 ) -> None:
-    """Serve ``rt``'s durable runs until ``stop`` is set (or the caller is cancelled); see ``Worker.run``."""
-    await Worker(rt, slots=slots, lease_s=lease_s).run(stop, drain_s=drain_s)
+    """Serve the engine's durable runs (``Runtime.engine``) until ``stop`` is set (or the caller is cancelled);
+    see ``Worker.run``."""
+    await Worker(engine, slots=slots, lease_s=lease_s).run(stop, drain_s=drain_s)

@@ -30,7 +30,7 @@ from runtime.providers.base import (
 from runtime.sessions.model import Chunk, SessionInfo, ToolCall, Usage
 
 if TYPE_CHECKING:
-    from runtime.runtime import Runtime
+    from runtime.flow.services import Services
 
 StopReason = Literal["answered", "max_rounds", "token_budget"]
 ProgressCallback = Callable[[str], Awaitable[None]]
@@ -109,7 +109,7 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, provider={self.provider.name!r}, tools={sorted(self.tools)})"
 
-    async def _recall(self, rt: Runtime, history: list[Chunk], journal: Journal) -> list[Chunk]:
+    async def _recall(self, rt: Services, history: list[Chunk], journal: Journal) -> list[Chunk]:
         if self.memory is None or not self.memory.recall:
             return []
         query = last_user_message(history)
@@ -131,7 +131,7 @@ class Agent:
 
     async def run(
         self,
-        rt: Runtime,
+        rt: Services,
         session_id: str,
         *,
         progress: ProgressCallback | None = None,
@@ -185,7 +185,7 @@ class Agent:
 
     async def _append(
         self,
-        rt: Runtime,
+        rt: Services,
         journal: Journal,
         key: str,
         base: str,
@@ -199,7 +199,7 @@ class Agent:
 
         return SessionInfo.model_validate(await journal(key, append, "idempotent"))
 
-    async def _commit(self, rt: Runtime, journal: Journal, session_id: str, scope: str) -> None:
+    async def _commit(self, rt: Services, journal: Journal, session_id: str, scope: str) -> None:
         async def commit() -> str:
             return (await rt.memory.commit(session_id, scope=scope)).archived_uri
 

@@ -18,7 +18,7 @@ from runtime.providers.base import ModelRequest, Provider
 from runtime.sessions.model import Chunk, SessionInfo, Usage
 
 if TYPE_CHECKING:
-    from runtime.runtime import Runtime
+    from runtime.flow.services import Services
 
 SUMMARY_NAME = "summary"
 DEFAULT_INSTRUCTIONS = (
@@ -74,7 +74,7 @@ class Compressor:
         self.instructions = instructions
         self.max_tokens = max_tokens
 
-    async def compress(self, rt: Runtime, session_id: str) -> CompressResult:
+    async def compress(self, rt: Services, session_id: str) -> CompressResult:
         """A new session (op ``compress``, parent ``session_id``) with the middle summarised."""
         session = await rt.sessions.get(session_id)
         chunks = list(session.chunks)

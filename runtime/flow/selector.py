@@ -20,7 +20,7 @@ from runtime.providers.base import ModelRequest, ModelResponse, Provider, ToolSp
 from runtime.sessions.model import Chunk, Usage
 
 if TYPE_CHECKING:
-    from runtime.runtime import Runtime
+    from runtime.flow.services import Services
 
 CHOOSE_TOOL = "choose"
 
@@ -74,7 +74,7 @@ class Selector:
 
     @classmethod
     def from_workflows(
-        cls, rt: Runtime, provider: Provider, names: Sequence[str] | None = None, **kwargs: Any
+        cls, rt: Services, provider: Provider, names: Sequence[str] | None = None, **kwargs: Any
     ) -> Selector:
         """A selector over the runtime's registered workflows (all, or those in ``names``)."""
         described = [w for w in rt.workflows.describe() if names is None or w["name"] in names]
@@ -108,7 +108,7 @@ class Selector:
         response = await self.provider.complete(self._request(messages))
         return self.interpret(response)
 
-    async def select(self, rt: Runtime, session_id: str) -> Selection:
+    async def select(self, rt: Services, session_id: str) -> Selection:
         """Pick the next choice for a stored session."""
         return await self.choose((await rt.sessions.get(session_id)).chunks)
 

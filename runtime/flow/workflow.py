@@ -31,16 +31,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict
+from runtime.durable.models import Decision, DecisionAction, InterruptKind
 
 if TYPE_CHECKING:
-    from runtime.runtime import Runtime
+    from runtime.flow.services import Services
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-InterruptKind = Literal["approval", "input", "review"]
-DecisionAction = Literal["approve", "edit", "reject", "respond"]
 STEP_ATTR = "__rath_step__"
 
 
@@ -252,17 +250,6 @@ class Workflow:
         return inspect.cleandoc(doc) if isinstance(doc, str) else ""
 
 
-class Decision(BaseModel):
-    """A human's answer to an interrupt."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action: DecisionAction
-    value: Any = None
-    actor: str = "user"
-    reason: str | None = None
-
-
 class StepContext(ABC):
     """What a running async step can see and do. Made by the durable layer, one per step execution.
 
@@ -274,7 +261,7 @@ class StepContext(ABC):
     step: str
     attempt: int
     visit: int
-    runtime: Runtime
+    runtime: Services
     session_id: str | None
     input: dict[str, Any]
     idempotency_key: str | None
@@ -355,7 +342,9 @@ class SyncStepContext(ABC):
 
 __all__ = [
     "Decision",
+    "DecisionAction",
     "EffectClass",
+    "InterruptKind",
     "RetryPolicy",
     "StepContext",
     "StepSpec",

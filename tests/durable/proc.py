@@ -30,7 +30,7 @@ async def worker(home: str, lease_s: float, store: str | None = None, slots: int
 async def claim(home: str, go_dir: str, rounds: int) -> None:
     async with Runtime.open(home, workers=0) as rt:
         rt.workflows.load(FLOWS)
-        claimer = Worker(rt, slots=1, lease_s=60)
+        claimer = Worker(rt.engine, slots=1, lease_s=60)
         print("ready", flush=True)
         for k in range(rounds):
             go = Path(go_dir) / f"go{k}"

@@ -97,7 +97,7 @@ def workers(request: pytest.FixtureRequest, home: Path, store: str | None) -> It
                 return
             async with anyio.create_task_group() as tg:
                 for _ in range(3):
-                    tg.start_soon(Worker(rt, slots=1).run)
+                    tg.start_soon(Worker(rt.engine, slots=1).run)
                 yield
                 tg.cancel_scope.cancel()
 

@@ -67,7 +67,7 @@ async def test_a_stale_workers_commit_is_rejected(home: Path, log: str) -> None:
     async with Runtime.open(home, workers=0) as rt:
         rt.workflows.load(FLOWS)
         run = await rt.runs.start("loop", input={"n": 1})
-        old, new = Worker(rt, lease_s=0.2), Worker(rt, lease_s=30)
+        old, new = Worker(rt.engine, lease_s=0.2), Worker(rt.engine, lease_s=30)
         (claimed,) = await old.claim(1)
         stale = claimed.token
         await eventually(lambda: _after(claimed.lease_expires))
@@ -81,7 +81,7 @@ async def test_a_stale_workers_commit_is_rejected(home: Path, log: str) -> None:
         assert "lease.expired" in [e.type for e in await rt.runs.events(run.id)]
         # The stale worker cannot even start a ledgered effect: the side effect never happens.
         ctx = LiveContext(
-            rt, run_id=run.id, token=stale, step="inc", visit=1, attempt=1, session_id=None,
+            rt.engine, rt.runs.store, run_id=run.id, token=stale, step="inc", visit=1, attempt=1, session_id=None,
             input={}, state_json="{}", idempotency_key=None,
         )  # fmt: skip
         with pytest.raises(LeaseLostError):
@@ -147,7 +147,7 @@ async def test_a_step_that_keeps_losing_its_worker_fails_the_run(home: Path) -> 
         rt.workflows.load(FLOWS)
         run = await rt.runs.start("loop", input={"n": 1})
         for _ in range(MAX_LOST_LEASES):
-            (claimed,) = await Worker(rt, lease_s=0.1).claim(1)  # a worker that then "dies"
+            (claimed,) = await Worker(rt.engine, lease_s=0.1).claim(1)  # a worker that then "dies"
             await eventually(partial(_after, claimed.lease_expires))
             await rt.runs.store.reap()
         failed = await rt.runs.get(run.id)

@@ -148,7 +148,7 @@ async def test_run_worker_serves_until_stopped_and_drains_the_runs_in_hand(home:
         stop = anyio.Event()
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(lambda: run_worker(rt, stop, slots=2, drain_s=10))
+                tg.start_soon(lambda: run_worker(rt.engine, stop, slots=2, drain_s=10))
                 run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
                 await eventually(lambda: progressed(rt, run.id))
                 stop.set()  # no new claims from here on; the run in hand may finish
@@ -170,7 +170,7 @@ async def test_a_worker_that_stops_mid_step_hands_the_run_on_without_counting_a_
             stop = anyio.Event()
             with anyio.fail_after(10):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(partial(run_worker, rt, stop, drain_s=0))
+                    tg.start_soon(partial(run_worker, rt.engine, stop, drain_s=0))
                     await eventually(partial(progressed_times, rt, run.id, stops))
                     stop.set()  # the step is still held at its gate: the worker stops it and lets go
             await rt.runs.store.reap()
@@ -178,7 +178,7 @@ async def test_a_worker_that_stops_mid_step_hands_the_run_on_without_counting_a_
         gate.unlink()
         async with anyio.create_task_group() as tg:
             stop = anyio.Event()
-            tg.start_soon(lambda: run_worker(rt, stop))
+            tg.start_soon(lambda: run_worker(rt.engine, stop))
             done = await rt.runs.wait(run.id, 10)
             stop.set()
         assert done.status == "succeeded" and lines(log) == ["a", "b", "done"]

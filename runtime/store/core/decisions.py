@@ -7,7 +7,7 @@ Each returns the run it changed (the PostgreSQL backend announces it).
 
 from __future__ import annotations
 
-from runtime.durable.models import Interrupt
+from runtime.durable.models import Decision, Interrupt
 from runtime.durable.store import CheckInterrupt, EventSpec
 from runtime.durable.store_shared import (
     Scope,
@@ -17,7 +17,6 @@ from runtime.durable.store_shared import (
     no_effect,
     no_interrupt,
 )
-from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_rows import plain_update, run_row

@@ -16,8 +16,7 @@ from typing import Any
 
 from anyio.abc import TaskStatus
 
-from runtime.durable.decisions import checkpoint_dict
-from runtime.durable.models import TERMINAL, Effect, Event, Interrupt, Run
+from runtime.durable.models import TERMINAL, Decision, Effect, Event, Interrupt, Run, checkpoint_dict
 from runtime.durable.store import (
     CheckInterrupt,
     Claim,
@@ -34,7 +33,6 @@ from runtime.durable.store import (
     dumps,
 )
 from runtime.durable.store_shared import Scope, idempotency_conflict
-from runtime.flow.workflow import Decision
 from runtime.ids import now
 from runtime.sessions.store import NewSession
 from runtime.store.core import decisions, reap

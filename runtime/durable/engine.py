@@ -1,0 +1,77 @@
+"""``Engine``: everything the durable engine needs, handed down once by the runtime that owns it.
+
+The runtime builds one ``Engine`` when it opens and gives it to its ``RunService`` of every scope and to
+its workers; a worker gives it to each ``Runner``, a runner to each step's context. Nothing in
+``runtime/durable`` reaches back up for the store, the signals or the timings: they are here.
+
+Following one run: ``RunService.submit`` (``service.py``) writes it through the scope's ``RunStore``
+(``store.py``) and wakes the workers; a ``Worker`` (``worker.py``) claims it through ``queue`` and
+hands it to a ``Runner`` (``runner.py``), which drives its steps, each with a ``LiveContext``
+(``context.py``, the effect ledger), and makes each step's commit through ``CommitLine`` (``held.py``)
+into the run's own ``RunStore``: one file per backend implements that (``runtime/store/*/runs.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from runtime.durable.registry import WorkflowRegistry
+from runtime.durable.store import RunQueue, RunStore
+from runtime.flow.services import Services
+
+POLL_S = 0.25
+"""Seconds between fallback polls of the store, where no notification tells of a change."""
+
+
+class WorkerSignals(Protocol):
+    """What the engine tells a worker of this process (``worker.Worker`` is one)."""
+
+    def wake(self) -> None: ...
+    def cancel_asked(self, run_ids: Sequence[str]) -> None: ...
+    def cancel_local(self, run_id: str, reason: str | None) -> None: ...
+
+
+@dataclass(eq=False)
+class Engine:
+    """The durable engine's own state and what it is given: stores, workflows, signals and timings.
+
+    ``runs``: the ``RunStore`` of the scope the runtime was opened in; its scope-free operations
+    (``renew``, ``cancel_requests``, ``release``: by run id and token) serve the runs of every scope.
+    ``stores(tenant, project)``: the ``RunStore`` of a run's own scope (what its commits go through).
+    ``queue``: the store's ``RunQueue``, serving every scope (claims, takeover, reaping).
+    ``services``: what a step sees as ``ctx.runtime``; ``scope(tenant, project)`` enters a run's scope
+    while it is driven, so that those services are the run's own.
+    ``waiters`` and ``workers`` are this process's, shared by every scope.
+    """
+
+    runs: RunStore
+    stores: Callable[[str, str], RunStore]
+    queue: RunQueue
+    workflows: WorkflowRegistry
+    services: Services
+    scope: Callable[[str, str], AbstractContextManager[Any]]
+    lease_s: float = 30.0
+    poll_s: float = POLL_S
+    worker_slots: int = 0
+    """Runs this process drives at once; 0: none (worker processes on the same store do)."""
+    waiters: dict[str, anyio.Event] = field(default_factory=dict)
+    """Local waiters on runs, by run id (ids are unique across scopes)."""
+    workers: list[WorkerSignals] = field(default_factory=list)
+    """Durable workers of this process, whatever scope their runs are in."""
+
+    def notify(self, *run_ids: str) -> None:
+        """Wake local waiters of these runs (called after every local commit)."""
+        for run_id in run_ids:
+            event = self.waiters.pop(run_id, None)
+            if event is not None:
+                event.set()
+
+    def wake_workers(self) -> None:
+        """A run became claimable, or a concurrency slot freed: every worker of this process looks now."""
+        for worker in self.workers:
+            worker.wake()
