@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from runtime.errors import StoreError
 from runtime.memory import text
 from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
 from runtime.store.core.memory import CoreMemoryStore
@@ -172,3 +173,17 @@ async def test_concurrent_writers_lose_no_item_and_no_index_entry(memories: Memo
     assert last is not None and await recall(store, "version") == ["memory://user/same"]
     assert await recall(store, last.content.split()[1]) == ["memory://user/same"]  # only its latest terms
     assert len(await store.scan("memory://user/", 100)) == 13
+
+
+async def test_one_write_at_a_uri_twice_keeps_the_last_and_an_id_held_elsewhere_is_refused(memories: Memories) -> None:
+    store = memory(memories)
+    first, second = await store.put([item("memory://user/twice", "alpha words"), item("memory://user/twice", "beta")])
+    assert (
+        second.id == first.id
+        and await recall(store, "alpha") == []
+        and await recall(store, "beta") == ["memory://user/twice"]
+    )
+    with pytest.raises(StoreError, match=f"{first.id} exists already"):
+        await store.put([item("memory://user/fresh", "gamma"), item("memory://user/other", "delta", id=first.id)])
+    assert await store.at("memory://user/fresh") is None and await recall(store, "gamma") == []
+    assert await store.at("memory://user/twice") == second
