@@ -7,6 +7,7 @@ Every file under ``runtime/`` is parsed with ``ast`` (not grepped), so imports i
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,80 @@ def test_the_store_package_and_the_database_modules_know_no_layer() -> None:
 )
 def test_the_driver_checker(filename: str, source: str, bad: bool) -> None:
     assert bool(driver_violations(filename, source)) is bad
+
+
+# -- no import circles: every module of runtime/ and rath_mcp/ can be read (and loaded) bottom up --
+
+
+def module_name(filename: str) -> str:
+    """``runtime/durable/store.py`` -> ``runtime.durable.store``; a package's ``__init__.py`` is the package."""
+    parts = list(Path(filename).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the modules among ``sources`` (filename -> text) it imports, however: at the top, inside a
+    function or under ``if TYPE_CHECKING`` (a circle a type checker needs is still a circle a reader climbs).
+
+    ``from package import name`` points at ``package.name`` when that is a module, else at the package;
+    relative imports are resolved. Importing a submodule is not counted as importing its parent packages:
+    ours load their names lazily (``runtime.lazy``), so a parent's ``__init__`` imports nothing when it runs.
+    """
+    names = {module_name(f): f for f in sources}
+    graph: dict[str, set[str]] = {}
+    for name, filename in names.items():
+        package = name if filename.endswith("__init__.py") else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(sources[filename], filename=filename)):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names)
+            elif isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    found.add(first.value)
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def import_circle(sources: dict[str, str]) -> list[str]:
+    """One circle of imports among ``sources`` (``[a, b, a]``: a imports b imports a), or ``[]``."""
+    try:
+        graphlib.TopologicalSorter(import_graph(sources)).prepare()
+    except graphlib.CycleError as exc:
+        return list(reversed(exc.args[1]))  # graphlib lists a circle from the imported end
+    return []
+
+
+def test_no_import_circles() -> None:
+    sources = {
+        str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
+        for top in ("runtime", "rath_mcp")
+        for path in sorted((ROOT / top).rglob("*.py"))
+    }
+    circle = import_circle(sources)
+    assert circle == [], "an import circle (TYPE_CHECKING imports count): " + " -> ".join(circle)
+
+
+UNDER_TYPE_CHECKING = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.a import A\n"
+
+
+@pytest.mark.parametrize(
+    ("sources", "circle"),
+    [
+        ({"p/a.py": "import p.b", "p/b.py": "import p.c", "p/c.py": ""}, False),
+        ({"p/a.py": "import p.b", "p/b.py": "import p.a"}, True),
+        ({"p/a.py": "from p import b", "p/b.py": "def f():\n    from p.a import x\n"}, True),
+        ({"p/a.py": "from .b import x", "p/b.py": UNDER_TYPE_CHECKING}, True),
+        ({"p/q/a.py": "from .. import b", "p/b.py": "import importlib\nimportlib.import_module('p.q.a')"}, True),
+        ({"p/__init__.py": "from p.a import x", "p/a.py": "x = 1"}, False),
+        ({"p/__init__.py": "", "p/a.py": "from p import x", "p/b.py": "import p.a"}, False),
+    ],
+)
+def test_the_circle_checker(sources: dict[str, str], circle: bool) -> None:
+    assert bool(import_circle(sources)) is circle

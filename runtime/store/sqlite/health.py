@@ -138,7 +138,7 @@ def missing_schema(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
 @functools.lru_cache(maxsize=8)
 def _reference_schema(migrations: tuple[Migration, ...]) -> frozenset[tuple[str, str]]:
     """(type, name) of what these migrations create, from running them on an empty in-memory database."""
-    from runtime.store.sqlite.opening import apply_migrations  # imported here: opening.py imports this module
+    from runtime.store.sqlite.migrate import apply_migrations  # imported on first use: only a check needs it
 
     reference = sqlite3.connect(":memory:", isolation_level=None)
     try:

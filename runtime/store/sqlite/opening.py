@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runtime.errors import StoreDamagedError, StoreError
-from runtime.ids import now
 from runtime.store.migration import Migration
 from runtime.store.sqlite import guard, health
+from runtime.store.sqlite.migrate import apply_migrations as apply_migrations  # re-exported: database.py names it
 
 BUSY_TIMEOUT_MS = 60_000
 READERS = 3  # reader threads' connections; one more serves lookups on the event loop's thread
@@ -122,27 +122,6 @@ def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite
     return opened
 
 
-def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
-    """Apply the migrations not yet recorded, in order, under the database write lock."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
-        done: list[str] = []
-        for migration in migrations:
-            if migration.name in applied:
-                continue
-            for statement in _statements(migration.sql):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now()))
-            done.append(migration.name)
-        conn.execute("COMMIT")
-        return done
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
 def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]:
     """Names of migrations a database file has not applied yet (all of them if it does not exist)."""
     if not path.exists():
@@ -157,18 +136,3 @@ def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]
     finally:
         conn.close()
     return [m.name for m in migrations if m.name not in applied]
-
-
-def _statements(sql: str) -> list[str]:
-    """Split a migration script into statements (``sqlite3.complete_statement`` knows triggers)."""
-    out: list[str] = []
-    current = ""
-    for line in sql.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            if current.strip():
-                out.append(current.strip())
-            current = ""
-    if current.strip():
-        out.append(current.strip())
-    return out

@@ -1,0 +1,46 @@
+"""Applying migrations to an open connection: what opening a store does, and what ``health`` does on an
+empty in-memory database to learn the schema they make (its own module, so neither imports the other)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from runtime.ids import now
+from runtime.store.migration import Migration
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the migrations not yet recorded, in order, under the database write lock."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+        done: list[str] = []
+        for migration in migrations:
+            if migration.name in applied:
+                continue
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now()))
+            done.append(migration.name)
+        conn.execute("COMMIT")
+        return done
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration script into statements (``sqlite3.complete_statement`` knows triggers)."""
+    out: list[str] = []
+    current = ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                out.append(current.strip())
+            current = ""
+    if current.strip():
+        out.append(current.strip())
+    return out
