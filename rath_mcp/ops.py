@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from starlette.responses import JSONResponse, Response
 
-from runtime.access.store import OpsStore
+from runtime.backend import OpsStore
 from runtime.ids import now
 
 logger = logging.getLogger(__name__)

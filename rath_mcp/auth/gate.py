@@ -29,7 +29,7 @@ from rath_mcp.audit import Auditor
 from rath_mcp.auth.base import Authenticator, Refusal
 from rath_mcp.ops import ServerMetrics
 from rath_mcp.principal import GRANTS, STATE_KEY, Principal
-from runtime.access.store import OpsStore
+from runtime.backend import OpsStore
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 METRICS_GRANT = "metrics.read"

@@ -1,4 +1,4 @@
-"""Who may use a store from afar: bearer tokens, the audit trail, and the operational reads around them.
+"""Who may use a store from afar: bearer tokens and the audit trail.
 
 Knows no HTTP or MCP: ``runtime.access.tokens`` makes and checks token secrets, ``store`` is the
 protocol the store core implements for both backends (``runtime/store/core/access.py``).
@@ -13,7 +13,6 @@ from runtime.lazy import lazy_namespace
 if TYPE_CHECKING:  # the public names, one import each: lazy_namespace reads them (see runtime.lazy)
     from runtime.access.store import AuditRecord as AuditRecord
     from runtime.access.store import AuditStore as AuditStore
-    from runtime.access.store import OpsStore as OpsStore
     from runtime.access.store import TokenRecord as TokenRecord
     from runtime.access.store import TokenStore as TokenStore
     from runtime.access.tokens import TokenService as TokenService

@@ -1,4 +1,4 @@
-"""The store protocols of the access layer: tokens, audit records, and what operations read.
+"""The store protocols of the access layer: tokens and audit records.
 
 Tokens and audit records are not confined to one tenant/project: a token *names* the scope it acts
 in, and the audit trail is the operator's, across every scope. The store core implements these once
@@ -140,15 +140,3 @@ class AuditStore(Protocol):
 
     async def recent(self, limit: int) -> list[AuditRecord]:
         """The last ``limit`` records, oldest first."""
-
-
-class OpsStore(Protocol):
-    async def ping(self) -> None:
-        """Return once the store answers a query; raise ``StoreError`` when it does not."""
-
-    async def run_counts(self) -> dict[str, int]:
-        """How many runs there are in each status, across every tenant and project."""
-
-    async def step_durations(self, after: float, limit: int) -> list[tuple[float, str, float]]:
-        """Steps completed after ``after`` (oldest first, at most ``limit``): ``(completed_at,
-        workflow, seconds since the step started)``."""
