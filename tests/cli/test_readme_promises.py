@@ -1,10 +1,10 @@
-"""What the README tells a new user to type does what it says, run as real processes.
+"""What the docs tell a new user to type does what it says, run as real processes.
 
-- "Run on PostgreSQL": its install line names the extra; its migrate, serve (``--workers 0``) and
+- docs/team.md "Run on PostgreSQL": its install line names the extra; its migrate, serve (``--workers 0``) and
   worker lines, pointed at a real PostgreSQL, migrate the store, serve a run that waits (saying it
   needs a worker) and drive it to the end in a worker that names its store, password redacted.
-- "Serve a team": the token its ``token create`` line makes can start an approval run and approve it.
-- "Examples": state goes where the README says when ``RATH_HOME`` is not set.
+- docs/team.md "Serve a team": the token its ``token create`` line makes can start an approval run and approve it.
+- docs/getting-started.md "Examples": state goes where it says when ``RATH_HOME`` is not set.
 """
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ from mcp.client.streamable_http import streamable_http_client
 from tests import pg
 from tests.cli.conftest import ROOT
 from tests.cli.serving import clean_env, rath_argv, running
-from tests.test_examples import readme_section
+from tests.doc_text import DOCS, section
 
 README_URL = "postgresql://rath@db.internal:5432/rath"
+GETTING_STARTED, TEAM = DOCS / "getting-started.md", DOCS / "team.md"
 
 
-def block_of(section: str) -> list[str]:
-    """The lines of the first fenced block of a README section, comment lines left out."""
-    block = readme_section(section).split("```\n", 2)[1]
+def block_of(page: Path, title: str) -> list[str]:
+    """The lines of the first fenced block of a section of ``page``, comment lines left out."""
+    block = section(page, title).split("```\n", 2)[1]
     return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -64,12 +65,12 @@ def pg_store(pg_database: str) -> str:
 
 
 def test_the_postgresql_section_runs_as_written(pg_store: str, tmp_path: Path) -> None:
-    install, migrate, serve, worker = block_of("Run on PostgreSQL")
+    install, migrate, serve, worker = block_of(TEAM, "Run on PostgreSQL")
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert shlex.split(install.split("#")[0]) == [".venv/bin/pip", "install", "-e", ".[postgres]"], install
     assert "pip install 'rath-mcp[postgres]'" in install and "asyncpg>=0.29" in extras["postgres"]
-    assert "pip install 'rath-mcp[postgres]'" in readme_section("Install")
-    assert "not in this build" not in readme_section("Install")
+    assert "pip install 'rath-mcp[postgres]'" in section(GETTING_STARTED, "Install")
+    assert "not in this build" not in section(GETTING_STARTED, "Install")
 
     url, password = with_password(pg_store)
     home = ("--home", str(tmp_path / "home"))
@@ -105,7 +106,7 @@ async def serve_then_work(serve: list[str], worker: list[str], tmp_path: Path, u
 
 
 def test_the_team_token_can_approve_the_run_it_starts(tmp_path: Path) -> None:
-    create, serve, *_ = block_of("Serve a team: tokens, OAuth, audit, health and metrics")
+    create, serve, *_ = block_of(TEAM, "Serve a team: tokens, OAuth, audit, health and metrics")
     home = ("--home", str(tmp_path))
     made = subprocess.run([*argv_of(create), *home], capture_output=True, text=True, env=clean_env(), check=False)
     assert made.returncode == 0, made.stderr
@@ -132,8 +133,8 @@ async def start_and_approve(serve: list[str], secret: str) -> None:
 
 
 def test_examples_keep_state_where_the_readme_and_their_docstrings_say(tmp_path: Path) -> None:
-    stated = re.search(r"State goes to `\$RATH_HOME`, else `([^`]+)`", readme_section("Examples"))
-    assert stated, "the README's Examples section says where state goes"
+    stated = re.search(r"State goes to `\$RATH_HOME`, else `([^`]+)`", section(GETTING_STARTED, "Examples"))
+    assert stated, "the Examples section of docs/getting-started.md says where state goes"
     for example in sorted((ROOT / "examples").glob("*.py")):
         said = re.search(r"\(state goes to \$RATH_HOME, else (\S+)\)", example.read_text())
         assert said is None or said.group(1) == stated.group(1), f"{example.name} says {said.group(1)}"
