@@ -18,6 +18,7 @@ from runtime.lazy import read_exports
 LAZY_PACKAGES = [
     "rath_mcp",
     "runtime",
+    "runtime.durable",
     "runtime.flow",
     "runtime.sandbox",
     "runtime.providers",
@@ -68,7 +69,7 @@ def test_every_public_name_of_a_lazy_package_resolves_to_its_module_s_object(pac
     module = importlib.import_module(package)
     exports = read_exports(module.__file__)
     assert exports
-    assert module.__all__ == sorted(exports)
+    assert sorted(module.__all__) == sorted(exports)
     for name in module.__all__:
         value = getattr(module, name)
         assert value is getattr(importlib.import_module(exports[name]), name), name
