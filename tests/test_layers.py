@@ -152,6 +152,19 @@ def test_the_store_package_and_the_database_modules_know_no_layer() -> None:
     assert found == [], "\n".join(found)
 
 
+def test_the_stores_know_no_workflow_semantics() -> None:
+    """A store speaks the records of the protocols it implements (``Decision`` is in ``runtime.durable.models``),
+    never the workflow definitions of ``runtime.flow`` above them."""
+    found = [
+        f"{name}:{line} imports {module}"
+        for name, source in _runtime_files()
+        if name.startswith("runtime/store/")
+        for line, module in imported_modules(source, name)
+        if module == "runtime.flow" or module.startswith("runtime.flow.")
+    ]
+    assert found == [], "\n".join(found)
+
+
 @pytest.mark.parametrize(
     ("filename", "source", "bad"),
     [

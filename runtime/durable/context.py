@@ -45,7 +45,6 @@ def current_run_id() -> str | None:
 
 
 KINDS: tuple[str, ...] = get_args(InterruptKind)
-LEDGERED = (EffectClass.IDEMPOTENT, EffectClass.NON_IDEMPOTENT)
 
 
 class LiveContext(StepContext):
@@ -123,10 +122,12 @@ class LiveContext(StepContext):
         if known is not None and known.status == "ambiguous":
             raise RunFailure(f"effect {key!r} ({known.id}) is ambiguous; resolve it first", run_id=self.run_id)
         effect_id = known.id if known is not None else new_id("eff")
-        if effect_class in LEDGERED:
+        # Only a non-idempotent effect is recorded before it runs (a write of its own): one caught in flight
+        # by a crash must not run again blindly. Any other is simply run again, so its outcome is all the
+        # ledger needs (``finish_effect``).
+        if effect_class is EffectClass.NON_IDEMPOTENT:
             await self._record(effect_id, key, effect_class, "dispatched", None, None)
-            if effect_class is EffectClass.NON_IDEMPOTENT:
-                self.in_flight.add(effect_id)
+            self.in_flight.add(effect_id)
         return False, None, effect_id
 
     async def finish_effect(

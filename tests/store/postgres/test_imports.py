@@ -18,7 +18,7 @@ ALLOWED = (
     *("runtime.sessions.store", "runtime.sessions.model", "runtime.sessions.lineage"),
     *("runtime.memory.store", "runtime.memory.model"),
     "runtime.access.store",  # the token, audit and ops store protocols (serve --auth)
-    *("runtime.durable.store", "runtime.durable.models", "runtime.durable.decisions", "runtime.flow.workflow"),
+    *("runtime.durable.store", "runtime.durable.models"),
 )
 # The backend assembles the stores for the runtime and is found by its URL.
 BACKEND = ("runtime.backend", "runtime.store.url")
