@@ -19,21 +19,19 @@ from runtime.sessions.lineage import Graph, walk
 from runtime.sessions.model import Chunk, LineageNode, SessionInfo
 from runtime.sessions.store import Range, clip, info_from
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Op, one, rows
+from runtime.store.core.statements import Op, one, rows, tuples
 
 Scope = tuple[str, str]  # tenant, project
 SCOPED = "s.tenant = ? AND s.project = ? AND s.stub = 0"
 CHUNK_COLUMNS = "uid, kind, content, tool_calls, tool_call_id, name"
-#: a chain at most this long is "unbounded" (a bound keeps the recursive query's shape one)
-ENDLESS = 1 << 30
 _LO = "CASE WHEN g.parent_id IS NULL THEN 0 ELSE g.parent_length END"
 
-# A segment's chain, root last: each segment holds its chunks from ``parent_length`` (0 for a root) up to
-# where its child continues. At most ``?`` segments are walked (a bounded read stops early).
-CHAIN = f"""WITH RECURSIVE chain(id, parent_id, lo, hi, n) AS (
-    SELECT g.id, g.parent_id, {_LO}, CAST(? AS INTEGER), 1 FROM segments g WHERE g.id = ?
+# PostgreSQL: a segment's chain, root last: each segment holds its chunks from ``parent_length`` (0 for a
+# root) up to where its child continues.
+CHAIN = f"""WITH RECURSIVE chain(id, parent_id, lo, hi) AS (
+    SELECT g.id, g.parent_id, {_LO}, CAST(? AS INTEGER) FROM segments g WHERE g.id = ?
     UNION ALL
-    SELECT g.id, g.parent_id, {_LO}, c.lo, c.n + 1 FROM chain c JOIN segments g ON g.id = c.parent_id WHERE c.n < ?
+    SELECT g.id, g.parent_id, {_LO}, c.lo FROM chain c JOIN segments g ON g.id = c.parent_id
 )"""
 # Several sessions' chains as ``(session, segment, lo, hi)``, in one query (the ids are the one list parameter).
 CHAINS = """WITH RECURSIVE chain(sid, id, parent_id, lo, hi) AS (
@@ -99,14 +97,19 @@ def chain_rows(
     if segment is None or lo >= hi:
         return []
     if d.arrays:  # one round trip: the chain, then one range scan per segment of it (OFFSET 0 keeps it so)
-        at_once: list[Any] = yield rows(_lateral(columns), end, segment, ENDLESS, lo, hi)
+        at_once: list[Any] = yield rows(_lateral(columns), end, segment, lo, hi)
         return at_once
-    chain = yield rows(CHAIN + " SELECT id, lo, hi FROM chain", end, segment, ENDLESS if most is None else most + 1)
-    if most is not None and len(chain) > most:
-        return None
+    chain: list[Range] = []  # walked here, a point read per segment: cheaper on SQLite than a recursive query
+    seg, stop = segment, end
+    while seg is not None:
+        if most is not None and len(chain) == most:
+            return None
+        parent, begin = yield one("SELECT parent_id, parent_length FROM segments WHERE id = ?", seg)
+        chain.append((seg, begin if parent is not None else 0, stop))
+        seg, stop = parent, begin
     found: list[Any] = []
-    for seg, a, b in clip([(r[0], r[1], r[2]) for r in reversed(chain)], lo, hi):
-        found += yield rows(
+    for seg, a, b in clip(chain[::-1], lo, hi):
+        found += yield tuples(
             f"SELECT {columns} FROM chunks WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx", seg, a, b
         )
     return found
@@ -118,7 +121,7 @@ def range_uids(d: Dialect, branches: list[list[Range]]) -> Op[list[list[str]]]:
     if not d.arrays:
         for b, ranges in enumerate(branches):
             for seg, lo, hi in ranges:
-                found = yield rows(
+                found = yield tuples(
                     "SELECT uid FROM chunks WHERE segment_id = ? AND idx >= ? AND idx < ? ORDER BY idx", seg, lo, hi
                 )
                 out[b] += [r[0] for r in found]

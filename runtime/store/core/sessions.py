@@ -49,7 +49,7 @@ from runtime.store.core.session_rows import (
     scoped_chains,
     session_row,
 )
-from runtime.store.core.statements import Executor, Op, many, none, one, rows
+from runtime.store.core.statements import Executor, Op, many, none, one, rows, tuples
 
 #: What is read in place on the event loop (``Executor.lookup``, where ``Dialect.point_reads``): a page of
 #: at most 100 chunks, of at most 256k characters, of a session in at most 16 segments. Measured hot on
@@ -265,7 +265,7 @@ def branch_tails(d: Dialect, scope: Scope, session_ids: Sequence[str]) -> Op[Bra
     held = set()
     if later:
         for uid, segment, idx in (
-            yield rows(f"SELECT uid, segment_id, idx FROM chunks WHERE uid IN ({d.each()})", d.listed(later))
+            yield tuples(f"SELECT uid, segment_id, idx FROM chunks WHERE uid IN ({d.each()})", d.listed(later))
         ):
             if holds(chains[0], segment, idx):
                 held.add(uid)

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 T = TypeVar("T")
 
-Fetch = Literal["none", "one", "all", "value", "many"]
+Fetch = Literal["none", "one", "all", "tuples", "value", "many"]
 
 #: A row as both drivers give it: ``row["column"]`` and ``row[0]`` work on sqlite3.Row and asyncpg.Record.
 Row: TypeAlias = Any
@@ -23,7 +23,8 @@ class Stmt:
 
     ``fetch``: ``none`` (nothing; the statement's row count for an UPDATE/DELETE), ``one`` (a row or
     None), ``all`` (a list of rows), ``value`` (the first column of the first row, or None),
-    ``many`` (``args`` is a sequence of argument tuples, run as one executemany; sends None).
+    ``many`` (``args`` is a sequence of argument tuples, run as one executemany; sends None),
+    ``tuples`` (as ``all``, the rows as plain tuples where a driver makes named rows at a cost: a long read).
     """
 
     sql: str
@@ -50,6 +51,10 @@ def one(sql: str, *args: Any) -> Stmt:
 
 def rows(sql: str, *args: Any) -> Stmt:
     return Stmt(sql, args, "all")
+
+
+def tuples(sql: str, *args: Any) -> Stmt:
+    return Stmt(sql, args, "tuples")
 
 
 def value(sql: str, *args: Any) -> Stmt:

@@ -51,7 +51,7 @@ async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
         status: str = await conn.execute(sql, *stmt.args)
         last = status.rsplit(" ", 1)[-1]  # "UPDATE 3", "INSERT 0 1": the row count is the last word
         return int(last) if last.isdigit() else 0
-    if stmt.fetch == "all":
+    if stmt.fetch == "all" or stmt.fetch == "tuples":
         return await conn.fetch(sql, *stmt.args)
     if stmt.fetch == "one":
         return await conn.fetchrow(sql, *stmt.args)

@@ -35,6 +35,10 @@ def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
     if stmt.fetch == "many":
         conn.executemany(stmt.sql, stmt.args)
         return None
+    if stmt.fetch == "tuples":  # a sqlite3.Row per row costs more than reading it
+        plain = conn.cursor()
+        plain.row_factory = None
+        return plain.execute(stmt.sql, stmt.args).fetchall()
     cursor = conn.execute(stmt.sql, stmt.args)
     if stmt.fetch == "none":
         return cursor.rowcount
