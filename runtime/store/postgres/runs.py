@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -38,11 +38,11 @@ from runtime.durable.store import (
 from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.ids import now
 from runtime.sessions.store import NewSession
-from runtime.store.core import decisions, reap
+from runtime.store.core import claims, decisions, reap
 from runtime.store.core.dialect import POSTGRES
 from runtime.store.core.run_rows import has_reapable
 from runtime.store.core.statements import Op
-from runtime.store.postgres import claims, durable
+from runtime.store.postgres import durable
 from runtime.store.postgres.database import PostgresDatabase, search_ids
 from runtime.store.postgres.durable import CANCEL_CHANNEL, CHANNEL
 from runtime.store.postgres.executor import PostgresExecutor, drive
@@ -62,15 +62,18 @@ async def _claim_within(conn: asyncpg.Connection, order: ClaimOrder) -> list[asy
     fails (logged) rolls back alone and the write it rides with still commits."""
     await conn.execute("SAVEPOINT claim")
     try:
-        rows = await claims.claim(
-            conn, None, order.owner, order.lease_s, order.limit, order.workflows, order.holder, order.limits
-        )
+        rows = await drive(conn, claims.claim(POSTGRES, None, *_order(order)))
     except asyncpg.PostgresError:
         await conn.execute("ROLLBACK TO SAVEPOINT claim")
         log.exception("could not claim a run in the commit that ended another; the worker claims it next")
         rows = []
     await conn.execute("RELEASE SAVEPOINT claim")
+    await durable.changed(conn, *(r["id"] for r in rows))
     return rows
+
+
+def _order(o: ClaimOrder) -> tuple[Any, ...]:
+    return o.owner, o.lease_s, o.limit, o.workflows, o.holder, o.limits
 
 
 async def _with_pending(conn: asyncpg.Connection, rows: Sequence[asyncpg.Record]) -> list[Run]:
@@ -94,6 +97,18 @@ async def _relay(sub: Subscription, hear: Callable[[Sequence[str]], None], quiet
             hear(list(dict.fromkeys(n.payload for n in notes if n.payload)))
 
 
+def _ids(found: list[asyncpg.Record]) -> list[str]:
+    return [r["id"] for r in found]
+
+
+def _same(run_ids: list[str]) -> list[str]:
+    return run_ids
+
+
+def _one(run_id: str) -> list[str]:
+    return [run_id]
+
+
 class PostgresRunQueue:
     """The ``RunQueue`` of the runs a claimer serves: claims, readiness, takeover and reaping.
 
@@ -106,18 +121,18 @@ class PostgresRunQueue:
         self.ex = PostgresExecutor(db)  # runs the store core's operations (runtime/store/core)
         self.scope = scope
 
-    async def _announced(self, make: Callable[..., Op[T]], *args: Any) -> T:
-        """Run a core write whose result is the run id(s) it changed, and announce those (on commit)."""
+    async def _announced(self, ids: Callable[[T], Iterable[str]], make: Callable[..., Op[T]], *args: Any) -> T:
+        """Run a core write, and announce the runs it changed (``ids`` of its result; sent on commit)."""
 
         async def write(conn: asyncpg.Connection) -> T:
             result = await drive(conn, make(POSTGRES, *args))
-            await durable.changed(conn, *([result] if isinstance(result, str) else result))  # type: ignore[misc]
+            await durable.changed(conn, *ids(result))
             return result
 
         return await self.db.write(write)
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
+        return await self.ex.read(claims.next_ready, self.scope, workflows, limits or {})
 
     async def claim(
         self,
@@ -129,22 +144,20 @@ class PostgresRunQueue:
         holder: Holder | None = None,
         limits: Limits | None = None,
     ) -> list[Claim]:
-        rows = await self.db.write(
-            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits)
-        )
+        rows = await self._announced(_ids, claims.claim, self.scope, owner, lease_s, limit, workflows, holder, limits)
         return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
+        return await self.ex.read(claims.holders, self.scope, host)
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self._announced(reap.take_over, self.scope, host, pid, started)
+        return await self._announced(_same, reap.take_over, self.scope, host, pid, started)
 
     async def needs_reaping(self) -> bool:
         return await self.ex.read(has_reapable, self.scope)
 
     async def reap(self) -> list[str]:
-        return await self._announced(reap.reap, self.scope)
+        return await self._announced(_same, reap.reap, self.scope)
 
 
 class PostgresRunStore(PostgresRunQueue):
@@ -278,10 +291,10 @@ class PostgresRunStore(PostgresRunQueue):
         await self.db.write(write)
 
     async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
-        return await self._announced(decisions.decide, self.scope, interrupt_id, decision, check)
+        return await self._announced(_one, decisions.decide, self.scope, interrupt_id, decision, check)
 
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
-        return await self._announced(decisions.settle_effect, self.scope, effect_id, applied, result_json)
+        return await self._announced(_one, decisions.settle_effect, self.scope, effect_id, applied, result_json)
 
     # -- other processes --------------------------------------------------------------------
     async def watch(

@@ -35,10 +35,10 @@ from runtime.durable.store import (
 from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.ids import now
 from runtime.sessions.store import NewSession
-from runtime.store.core import decisions, reap
+from runtime.store.core import claims, decisions, reap
 from runtime.store.core.dialect import SQLITE
 from runtime.store.core.run_rows import has_reapable
-from runtime.store.sqlite import claims, durable
+from runtime.store.sqlite import durable
 from runtime.store.sqlite.database import SQLiteDatabase, search_ids
 from runtime.store.sqlite.executor import SQLiteExecutor, drive
 from runtime.store.sqlite.sessions import SQLiteSessionStore
@@ -78,8 +78,11 @@ def _claim_within(conn: sqlite3.Connection, order: ClaimOrder) -> list[sqlite3.R
     fails (logged) rolls back alone and the write it rides with still commits."""
     conn.execute("SAVEPOINT claim")
     try:
-        rows = claims.claim(
-            conn, None, order.owner, order.lease_s, order.limit, order.workflows, order.holder, order.limits
+        rows = drive(
+            conn,
+            claims.claim(
+                SQLITE, None, order.owner, order.lease_s, order.limit, order.workflows, order.holder, order.limits
+            ),
         )
     except sqlite3.Error:
         conn.execute("ROLLBACK TO claim")
@@ -102,7 +105,7 @@ class SQLiteRunQueue:
         self.scope = scope
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
-        return await self.db.read(lambda c: claims.next_ready(c, self.scope, workflows, limits or {}))
+        return await self.ex.read(claims.next_ready, self.scope, workflows, limits or {})
 
     async def claim(
         self,
@@ -114,14 +117,13 @@ class SQLiteRunQueue:
         holder: Holder | None = None,
         limits: Limits | None = None,
     ) -> list[Claim]:
-        rows = await self.db.write(
-            lambda c: claims.claim(c, self.scope, owner, lease_s, limit, workflows, holder, limits),
-            small=limit <= SMALL_ROWS,
+        rows = await self.ex.write(
+            claims.claim, self.scope, owner, lease_s, limit, workflows, holder, limits, small=limit <= SMALL_ROWS
         )
         return [Claim.from_row(row) for row in rows]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.db.read(lambda c: claims.holders(c, self.scope, host))
+        return await self.ex.read(claims.holders, self.scope, host)
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
         return await self.ex.write(reap.take_over, self.scope, host, pid, started)

@@ -14,6 +14,7 @@ ALLOWED = (
     "runtime.memory.text",
     "runtime.store.postgres",
     "runtime.store.migration",  # the shape of a migration, shared by both backends
+    "runtime.store.core",  # each store operation written once, for both backends (issue 26)
     # A layer's store implements that layer's protocol, in its records (as the SQLite stores do):
     *("runtime.sessions.store", "runtime.sessions.model", "runtime.sessions.lineage"),
     *("runtime.memory.store", "runtime.memory.model"),

@@ -1,0 +1,180 @@
+"""Claims: which queued runs a worker takes, under workflow concurrency limits, and who holds them.
+
+The choice ranks queued runs within their group (workflow, concurrency key) by ``next_at``; a run is
+claimable while its rank plus the group's running count stays within the workflow's limit; the
+claimable ones are taken earliest first. Workflows without a limit take the plain query (no ranking).
+Each claimed run gets a new, higher fencing token and a lease, and two events.
+
+Where writers are serialized (SQLite: one writer at a time, across processes too, by its file lock)
+counting and claiming cannot race: the count is taken inside the claim's own transaction, and the
+choice is a subquery of the one UPDATE. Where several processes claim at once (PostgreSQL, the
+dialect's ``skip_locked``), runs of workflows without a limit are locked ``FOR UPDATE SKIP LOCKED``
+so claimers pass each other by. A workflow with a limit needs its running count and its claim to be
+one decision: a claim of limited workflows first *tries* a transaction-scoped advisory lock per
+workflow (held to COMMIT, never waited for: a claim shares its transaction with other writes, and
+waiting there while holding their row locks could deadlock) and only then counts; under READ
+COMMITTED it sees every claim committed before. A claimer that misses the lock takes none of that
+workflow's runs this time; the holder commits in milliseconds and the next poll finds the slot.
+
+What a limit counts is what the claimer serves (``scope``): ``None``, the ``RunQueue`` every worker
+claims through, counts the running runs of the whole store, every tenant/project (CONTRACT: "at most
+N of its runs execute at once across every worker of a store"), per concurrency key when the run has
+one; a scoped store counts its own scope's. So the lock is the workflow's, one for the whole store.
+
+Every claim also records the claiming process (``lease_host``, ``lease_pid``, ``lease_started``),
+which ``holders`` lists and ``reap.take_over`` acts on when that process is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from runtime.durable.store import EventSpec, Holder, Limits
+from runtime.durable.store_shared import Scope, scope_args
+from runtime.ids import now
+from runtime.store.core.dialect import Dialect
+from runtime.store.core.run_rows import IN_SCOPE, append_events
+from runtime.store.core.statements import Op, Row, rows, value
+
+_CLAIM = (
+    "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
+    "lease_host = ?, lease_pid = ?, lease_started = ?, updated_at = ?, last_seq = last_seq + 2 "
+    "WHERE id{within} RETURNING *"
+)
+
+
+def _caps(d: Dialect, workflows: Sequence[str], limits: Limits) -> tuple[str, list[Any]]:
+    """A ``caps(workflow, cap)`` CTE of every asked workflow (cap NULL: no limit) and the counts running
+    (``busy``, in the claimer's scope: its two ``IN_SCOPE`` parameters follow ``args``)."""
+    values = ", ".join("(CAST(? AS TEXT), CAST(? AS INTEGER))" for _ in workflows)
+    sql = (
+        f"caps(workflow, cap) AS (VALUES {values}), "
+        "busy AS (SELECT workflow, concurrency_key AS ckey, COUNT(*) AS n FROM runs WHERE status = 'running' "
+        f"AND {IN_SCOPE} AND workflow IN (SELECT workflow FROM caps WHERE cap IS NOT NULL) "
+        "GROUP BY workflow, concurrency_key)"
+    )
+    return sql, [v for w in workflows for v in (w, limits.get(w))]
+
+
+def _ranked(
+    d: Dialect, scope: Scope | None, at: float, limit: int, workflows: Sequence[str], limits: Limits
+) -> tuple[str, list[Any]]:
+    """A query of the ids of the runs to claim, earliest first, that every workflow's limit lets run."""
+    within, names = d.in_list(workflows)
+    where = f"status = 'queued' AND next_at <= ? AND {IN_SCOPE} AND workflow{within}"
+    here = scope_args(scope)
+    if not any(w in limits for w in workflows):
+        return f"SELECT id FROM runs WHERE {where} ORDER BY next_at, id LIMIT ?", [at, *here, *names, limit]
+    caps, args = _caps(d, workflows, limits)
+    sql = (
+        f"WITH {caps}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, ROW_NUMBER() OVER "
+        f"(PARTITION BY workflow, concurrency_key ORDER BY next_at, id) AS place FROM runs WHERE {where}) "
+        "SELECT r.id FROM ready r JOIN caps c ON c.workflow = r.workflow "
+        "LEFT JOIN busy b ON b.workflow = r.workflow AND b.ckey IS NOT DISTINCT FROM r.ckey "
+        "WHERE c.cap IS NULL OR r.place + COALESCE(b.n, 0) <= c.cap ORDER BY r.next_at, r.id LIMIT ?"
+    )
+    return sql, [*args, *here, at, *here, *names, limit]
+
+
+def _locked(
+    d: Dialect, scope: Scope | None, at: float, limit: int, workflows: Sequence[str], limits: Limits
+) -> Op[list[str]]:
+    """Where claimers run at once: the ids to claim, each row locked (rows others hold skipped)."""
+    picked: list[Row] = []
+    free = [w for w in workflows if w not in limits]
+    if free:
+        within, names = d.in_list(free)
+        picked += yield rows(
+            f"SELECT id, next_at FROM runs WHERE status = 'queued' AND next_at <= ? AND {IN_SCOPE} "
+            f"AND workflow{within} ORDER BY next_at, id LIMIT ?{d.skip_locked}",
+            at, *scope_args(scope), *names, limit,
+        )  # fmt: skip
+    limited = sorted({w for w in workflows if w in limits})
+    if limited:
+        got = yield rows(  # one lock per workflow in the whole store, tried, never waited for
+            "SELECT w, pg_try_advisory_xact_lock(hashtextextended(k, 0)) AS ok "
+            "FROM unnest(?::text[], ?::text[]) AS l(w, k) ORDER BY k",
+            limited, [f"rath-concurrency/{w}" for w in limited],
+        )  # fmt: skip
+        mine = [r["w"] for r in got if r["ok"]]
+        if mine:
+            sql, args = _ranked(d, scope, at, limit, mine, limits)
+            ids = [r["id"] for r in (yield rows(sql, *args))]
+            if ids:
+                within, listed = d.in_list(ids)
+                picked += yield rows(
+                    f"SELECT id, next_at FROM runs WHERE id{within} AND status = 'queued' AND next_at <= ? "
+                    f"ORDER BY next_at, id{d.skip_locked}",
+                    *listed, at,
+                )  # fmt: skip
+    picked.sort(key=lambda r: (r["next_at"], r["id"]))
+    return [r["id"] for r in picked[:limit]]  # rows locked but not taken stay queued (unlocked at commit)
+
+
+def claim(
+    d: Dialect,
+    scope: Scope | None,
+    owner: str,
+    lease_s: float,
+    limit: int,
+    workflows: Sequence[str],
+    holder: Holder | None = None,
+    limits: Limits | None = None,
+) -> Op[list[Row]]:
+    """Take up to ``limit`` ready runs within ``limits``: each gets a new, higher fencing token and a lease.
+    Earliest ``next_at`` first. Where writers are serialized, one statement: the choice is a subquery."""
+    if limit <= 0 or not workflows:
+        return []
+    at = now()
+    if d.skip_locked:
+        ids = yield from _locked(d, scope, at, limit, workflows, limits or {})
+        if not ids:
+            return []
+        within, args = d.in_list(ids)
+    else:
+        chosen, chosen_args = _ranked(d, scope, at, limit, workflows, limits or {})
+        within, args = f" IN ({chosen})", tuple(chosen_args)
+    host, pid, started = (holder.host, holder.pid, holder.started) if holder is not None else (None, None, None)
+    found: list[Row] = yield rows(_CLAIM.format(within=within), owner, at + lease_s, host, pid, started, at, *args)
+    found = sorted(found, key=lambda r: (r["next_at"], r["id"]))  # RETURNING keeps no order
+    for row in found:
+        events: list[EventSpec] = [
+            ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),
+            ("step.started", {"step": row["step"], "visit": row["visit"], "attempt": row["attempt"]}),
+        ]
+        yield from append_events(d, row["id"], row["last_seq"], events, at)
+    return found
+
+
+def next_ready(d: Dialect, scope: Scope | None, workflows: Sequence[str], limits: Limits) -> Op[float | None]:
+    """The earliest ``next_at`` of a queued run of these workflows whose group has a free slot (None: none)."""
+    if not workflows:
+        return None
+    within, names = d.in_list(workflows)
+    here = scope_args(scope)
+    where = (
+        "r.status = 'queued' AND r.tenant = COALESCE(?, r.tenant) AND r.project = COALESCE(?, r.project) "
+        f"AND r.workflow{within}"
+    )
+    if not any(w in limits for w in workflows):
+        found = yield value(f"SELECT MIN(next_at) FROM runs r WHERE {where}", *here, *names)
+    else:
+        caps, args = _caps(d, workflows, limits)
+        found = yield value(
+            f"WITH {caps} SELECT MIN(r.next_at) FROM runs r JOIN caps c ON c.workflow = r.workflow "
+            "LEFT JOIN busy b ON b.workflow = r.workflow AND b.ckey IS NOT DISTINCT FROM r.concurrency_key "
+            f"WHERE {where} AND (c.cap IS NULL OR COALESCE(b.n, 0) < c.cap)",
+            *args, *here, *here, *names,
+        )  # fmt: skip
+    return None if found is None else float(found)
+
+
+def holders(d: Dialect, scope: Scope | None, host: str) -> Op[list[tuple[int, int]]]:
+    """``(pid, started)`` of the processes of ``host`` that hold running runs of this scope (``None``: any)."""
+    found = yield rows(
+        "SELECT DISTINCT lease_pid, lease_started FROM runs WHERE status = 'running' AND lease_host = ? "
+        f"AND {IN_SCOPE} AND lease_pid IS NOT NULL",
+        host, *scope_args(scope),
+    )  # fmt: skip
+    return [(int(r[0]), int(r[1])) for r in found]
