@@ -49,7 +49,7 @@ class Dialect:
     def each(self) -> str:
         """A SELECT of the ids in one list parameter (bound as ``listed(ids)``), however long the list:
         JSON text on SQLite, an array on PostgreSQL (in the ``"C"`` collation of its id columns)."""
-        return 'SELECT unnest(?::text[]) COLLATE "C"' if self.arrays else "SELECT value FROM json_each(?)"
+        return 'SELECT unnest(?::text[]) COLLATE "C" AS value' if self.arrays else "SELECT value FROM json_each(?)"
 
     def listed(self, values: Sequence[Any]) -> Any:
         """``values`` as the one parameter ``each()`` reads."""

@@ -35,8 +35,8 @@ CHAIN = f"""WITH RECURSIVE chain(id, parent_id, lo, hi) AS (
 )"""
 # Several sessions' chains as ``(session, segment, lo, hi)``, in one query (the ids are the one list parameter).
 CHAINS = """WITH RECURSIVE chain(sid, id, parent_id, lo, hi) AS (
-    SELECT s.id, g.id, g.parent_id, {lo}, s.length FROM sessions s JOIN segments g ON g.id = s.segment_id
-    WHERE s.id IN ({each}) AND {scoped}
+    SELECT s.id, g.id, g.parent_id, {lo}, s.length FROM ({each}) l CROSS JOIN sessions s
+    JOIN segments g ON g.id = s.segment_id WHERE s.id = l.value AND {scoped}
     UNION ALL
     SELECT c.sid, g.id, g.parent_id, {lo}, c.lo FROM chain c JOIN segments g ON g.id = c.parent_id
 ) SELECT sid, id, lo, hi FROM chain ORDER BY sid, lo"""
@@ -133,17 +133,30 @@ def range_uids(d: Dialect, branches: list[list[Range]]) -> Op[list[list[str]]]:
     return out
 
 
+@functools.cache
+def _edges(d: Dialect, up: bool, down: bool) -> str:
+    """The parent edges of a frontier's sessions in this scope (``up``: where they are the child; ``down``:
+    the parent), each once, ordered by child and rank. Driven from the list (``CROSS JOIN`` keeps SQLite
+    from scanning the scope's sessions instead): an index probe per frontier session."""
+    near = [col for col, wanted in (("p.child_id", up), ("p.parent_id", down)) if wanted]
+    return (
+        " UNION ".join(
+            f"SELECT p.child_id, p.parent_id, p.ord FROM ({d.each()}) l CROSS JOIN session_parents p"
+            f" CROSS JOIN sessions s WHERE {col} = l.value AND s.id = p.child_id AND s.tenant = ? AND s.project = ?"
+            for col in near
+        )
+        + " ORDER BY 1, 3"
+    )
+
+
 def lineage_walk(
     d: Dialect, scope: Scope, session_id: str, depth: int, up: bool, down: bool, max_nodes: int
 ) -> Op[Graph]:
     """``walk`` over this scope's ``session_parents`` and ``sessions``: one query per level fetches the
     edges of the whole frontier, mirroring ``walk``'s own bounds (so it asks no more than it reads),
     then ``walk`` runs over what was fetched."""
-    near = [f"p.child_id IN ({d.each()})"] * up + [f"p.parent_id IN ({d.each()})"] * down
-    edges_sql = (
-        "SELECT p.child_id, p.parent_id FROM session_parents p JOIN sessions s ON s.id = p.child_id"
-        f" WHERE s.tenant = ? AND s.project = ? AND ({' OR '.join(near) or 'FALSE'}) ORDER BY p.child_id, p.ord"
-    )
+    edges_sql = _edges(d, up, down)
+    near = up + down
     parents: dict[str, list[str]] = {}
     children: dict[str, list[str]] = {}
     seen, frontier = {session_id}, [session_id]
@@ -152,7 +165,7 @@ def lineage_walk(
             parents.setdefault(sid, [])
             children.setdefault(sid, [])
         listed = d.listed(frontier)
-        for child, parent in (yield rows(edges_sql, *scope, *[listed] * len(near))):
+        for child, parent, _rank in (yield rows(edges_sql, *[listed, *scope] * near)) if near else ():
             if child in parents and up:
                 parents[child].append(parent)
             if parent in children and down:
@@ -167,8 +180,8 @@ def lineage_walk(
         if not frontier:
             break
     found = yield rows(
-        "SELECT id, op, length, created_at, stub FROM sessions"
-        f" WHERE id IN ({d.each()}) AND tenant = ? AND project = ?",
+        f"SELECT s.id, s.op, s.length, s.created_at, s.stub FROM ({d.each()}) l CROSS JOIN sessions s"
+        " WHERE s.id = l.value AND s.tenant = ? AND s.project = ?",
         d.listed(sorted(seen)),
         *scope,
     )

@@ -247,7 +247,9 @@ def branch_tails(d: Dialect, scope: Scope, session_ids: Sequence[str]) -> Op[Bra
     past the segments all branches share and one index probe per such chunk."""
     ids = list(session_ids)
     found = yield rows(
-        f"SELECT s.id, s.length FROM sessions s WHERE s.id IN ({d.each()}) AND {SCOPED}", d.listed(ids), *scope
+        f"SELECT s.id, s.length FROM ({d.each()}) l CROSS JOIN sessions s WHERE s.id = l.value AND {SCOPED}",
+        d.listed(ids),
+        *scope,
     )
     lengths = {r[0]: r[1] for r in found}
     for sid in ids:
