@@ -4,7 +4,7 @@ they speak (what every backend says and decides alike is in ``store_shared``).
 Every method is one whole unit of work on the store (one transaction, one round trip where the
 backend can): a write is all or nothing, a read one consistent snapshot. A ``RunStore`` is scoped
 to one tenant/project; the store's ``RunQueue`` (``StoreBackend.queue()``) serves all of them.
-Implementations: ``runtime.store.sqlite.runs`` (the embedded default) and ``runtime.store.postgres.runs``;
+Implementation: ``runtime.store.core.runs``, on SQLite (the embedded default) and PostgreSQL;
 ``tests/store/contracts/`` says what each must do.
 
 Fencing: a worker's claim gives the run a new, higher ``token``; every change made under a lease
@@ -58,7 +58,7 @@ RELEASE: dict[str, Any] = {"lease_owner": None, "lease_expires": None}
 
 MAX_LOST_LEASES = 3
 """A step visit whose worker vanished this many times fails the run instead of killing worker after worker
-(a lease its worker gave up on shutdown, ``RunStore.release``, is handed on without counting)."""
+(a lease its worker gave up on shutdown, ``RunQueue.release``, is handed on without counting)."""
 
 #: Workflow name -> how many of its runs may be running at once (per concurrency key).
 Limits = Mapping[str, int]
@@ -219,7 +219,7 @@ class ClaimOrder:
 
 
 class RunQueue(Protocol):
-    """A worker's operations on the runs it serves: readiness, claims, takeover and reaping.
+    """A worker's operations on the runs it serves: readiness, claims, takeover, reaping, and its leases.
 
     ``StoreBackend.queue()`` serves every tenant/project of a store: one worker serves every scope, so it
     claims ready runs wherever they are (each ``Claim`` names its run's tenant and project), takes over
@@ -268,6 +268,19 @@ class RunQueue(Protocol):
         """Requeue runs whose lease expired (settling their dispatched effects: non-idempotent ones
         ambiguous and the run ``needs_review``; failing it after ``MAX_LOST_LEASES``), time out runs
         whose interrupt expired or whose deadline passed. Returns the runs touched."""
+        ...
+
+    # -- the leases workers hold: named by run id and token, so not tied to a scope ----------
+    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
+        """Extend the leases still held; for each, the pending cancel reason ('' for none)."""
+        ...
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
+        """Of these runs, those with a cancel requested, and its reason."""
+        ...
+
+    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
+        """Give leases up (worker shutdown): any worker may take the runs over at once."""
         ...
 
 
@@ -346,19 +359,6 @@ class RunStore(RunQueue, Protocol):
         missed, look at every run held). Started with ``task_group.start``: ``True`` once
         listening; ``False`` (and return) from a backend that cannot tell, whose changes the
         runtime notices by polling instead."""
-        ...
-
-    # -- workers: the leases they hold (claims, takeover and reaping: ``RunQueue``) ---------
-    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
-        """Extend the leases still held; for each, the pending cancel reason ('' for none)."""
-        ...
-
-    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
-        """Of these runs, those with a cancel requested, and its reason."""
-        ...
-
-    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
-        """Give leases up (worker shutdown): any worker may take the runs over at once."""
         ...
 
     # -- under a lease (fenced) -------------------------------------------------------------

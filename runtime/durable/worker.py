@@ -227,7 +227,7 @@ class Worker:
         (the release names our token: a run taken over meanwhile, or ended by that very write, is left be)."""
         log.warning("run %s handed back: its last write may or may not have happened (%s)", lease.run_id, exc)
         held = [(lease.run_id, lease.token)]
-        await once_reachable(partial(self.engine.runs.release, held), f"worker {self.owner}'s hand-back")
+        await once_reachable(partial(self.queue.release, held), f"worker {self.owner}'s hand-back")
         self._wake_all()
 
     # -- leases ------------------------------------------------------------------------------
@@ -260,7 +260,7 @@ class Worker:
 
     async def _renew(self, held: list[tuple[str, int]]) -> None:
         with anyio.CancelScope(shield=True):
-            alive = await self.engine.runs.renew(held, self.lease_s)
+            alive = await self.queue.renew(held, self.lease_s)
         for run_id, token in held:
             lease = self.leases.get(run_id)
             if lease is None or lease.token != token:
@@ -271,7 +271,7 @@ class Worker:
                 lease.cancel(alive[run_id])
 
     async def _poll_cancels(self, held: list[tuple[str, int]]) -> None:
-        asked = await self.engine.runs.cancel_requests([run_id for run_id, _ in held])
+        asked = await self.queue.cancel_requests([run_id for run_id, _ in held])
         for run_id, reason in asked.items():
             lease = self.leases.get(run_id)
             if lease is not None and not lease.cancelled:
@@ -295,7 +295,7 @@ class Worker:
     async def _release(self, held: list[tuple[str, int]]) -> None:
         """On shutdown, give our leases up so any worker can recover the runs at once."""
         try:
-            await self.engine.runs.release(held)
+            await self.queue.release(held)
         except Exception:
             log.exception("could not release leases on shutdown")
 

@@ -1,0 +1,472 @@
+"""The durable layer's ``RunQueue`` and ``RunStore`` (``runtime.durable.store``), written once.
+
+The operations are the functions here and in ``run_rows``, ``claims``, ``reap`` and ``decisions``;
+``CoreRunQueue``/``CoreRunStore`` run each on an ``Executor`` as one unit of work. What stays a
+backend's own is in its ``runs.py``: how a write that changed runs tells other processes (PostgreSQL
+NOTIFYs, ``_write``'s ``announce``; SQLite cannot, its runtime polls), ``watch``, and ``commit``'s
+transaction (its claim rides under a savepoint that catches the driver's own errors).
+
+Every write op returns what it changed, so a backend can announce it: a run id, a list of them, or
+(``cancel``) whether the run changed and whether a running run's worker must stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from runtime.durable.models import TERMINAL, Decision, Effect, Event, Interrupt, Run, checkpoint_dict
+from runtime.durable.store import (
+    CheckInterrupt,
+    Claim,
+    ClaimOrder,
+    EffectRecord,
+    EventSpec,
+    HeldStep,
+    Holder,
+    Limits,
+    NewInterrupt,
+    NewRun,
+    RunChange,
+    StepCheckpoint,
+    dumps,
+)
+from runtime.durable.store_shared import Scope, idempotency_conflict
+from runtime.ids import now
+from runtime.sessions.store import NewSession
+from runtime.store.core import claims, decisions, reap
+from runtime.store.core.dialect import Dialect
+from runtime.store.core.run_rows import (
+    EVENT_COLUMNS,
+    RELEASED,
+    end_unheld,
+    guarded_update,
+    has_reapable,
+    insert_run,
+    lock_held,
+    plain_update,
+    run_row,
+)
+from runtime.store.core.sessions import insert_one
+from runtime.store.core.statements import Executor, Op, Row, many, none, one, rows, value
+
+T = TypeVar("T")
+
+#: A claim of this many runs at most, and a commit of this many events at most whose texts (state, result,
+#: error) stay under ``SMALL_TEXT`` characters, are small writes (``Executor.write``'s ``small``: SQLite
+#: commits one made alone on the event loop's thread). (Events carry ids and names, and a step's error,
+#: which the run's ``error`` carries too.)
+SMALL_ROWS = 8
+SMALL_TEXT = 64_000
+
+
+def small_commit(change: RunChange, events: Sequence[EventSpec], held: Sequence[HeldStep] = ()) -> bool:
+    """Whether a commit (with the held steps it makes first) is small: each step's events, and all texts."""
+    if len(events) > SMALL_ROWS or any(len(step.events) > SMALL_ROWS for step in held):
+        return False
+    changes = [change, *(step.change for step in held)]
+    return sum(len(v) for c in changes for v in c.values() if isinstance(v, str)) < SMALL_TEXT
+
+
+# -- reads --------------------------------------------------------------------------------------
+def with_pending(d: Dialect, found: Sequence[Row]) -> Op[list[Run]]:
+    """Runs from their rows, each with its pending interrupts (oldest first), in one query for all."""
+    ids = [row["id"] for row in found]
+    pending: dict[str, list[Interrupt]] = {run_id: [] for run_id in ids}
+    if ids:
+        within, args = d.in_list(ids)
+        sql = f"SELECT * FROM run_interrupts WHERE status = 'pending' AND run_id{within} ORDER BY created_at"
+        for r in (yield rows(sql, *args)):
+            pending[r["run_id"]].append(Interrupt.from_row(r))
+    return [Run.from_row(row, tuple(pending[row["id"]])) for row in found]
+
+
+def get(d: Dialect, scope: Scope, run_id: str) -> Op[Run]:
+    row = yield from run_row(d, scope, run_id)
+    return (yield from with_pending(d, [row]))[0]
+
+
+def by_idempotency_key(d: Dialect, scope: Scope, key: str) -> Op[str | None]:
+    sql = "SELECT id FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?"
+    found = yield value(sql, scope.tenant, scope.project, key)
+    return None if found is None else str(found)
+
+
+def page(
+    d: Dialect, scope: Scope, status: str | None, workflow: str | None, before: str | None, limit: int
+) -> Op[list[Run]]:
+    sql = "SELECT * FROM runs WHERE tenant = ? AND project = ?"
+    args: list[Any] = [scope.tenant, scope.project]
+    for cond, arg in ((" AND status = ?", status), (" AND workflow = ?", workflow), (" AND id < ?", before)):
+        if arg is not None:
+            sql, args = sql + cond, [*args, arg]
+    found = yield rows(sql + " ORDER BY id DESC LIMIT ?", *args, limit)
+    return (yield from with_pending(d, found))
+
+
+def ids(d: Dialect, scope: Scope, prefix: str, limit: int) -> Op[list[str]]:
+    """Ids starting with ``prefix``, newest first: a range scan of the (tenant, project, id) index."""
+    found = yield rows(
+        "SELECT id FROM runs WHERE tenant = ? AND project = ? AND id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
+        scope.tenant, scope.project, prefix, prefix + "\U0010ffff", limit,
+    )  # fmt: skip
+    return [r[0] for r in found]
+
+
+def events(d: Dialect, scope: Scope, run_id: str, after_seq: int, limit: int) -> Op[list[Event]]:
+    yield from run_row(d, scope, run_id)
+    sql = f"SELECT {EVENT_COLUMNS} FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+    return [Event.from_row(r) for r in (yield rows(sql, run_id, after_seq, limit))]
+
+
+def checkpoints(d: Dialect, scope: Scope, run_id: str) -> Op[list[dict[str, Any]]]:
+    yield from run_row(d, scope, run_id)
+    if d.arrays:  # kept in a table of their own where a commit is one statement (run_rows)
+        sql = "SELECT * FROM run_checkpoints WHERE run_id = ? ORDER BY seq"
+    else:  # on their event's row
+        sql = (
+            "SELECT seq, cp_state AS state, cp_next_step AS next_step, cp_pending AS pending, "
+            "cp_session_id AS session_id, created_at FROM run_events "
+            "WHERE run_id = ? AND cp_pending IS NOT NULL ORDER BY seq"
+        )
+    return [checkpoint_dict(r) for r in (yield rows(sql, run_id))]
+
+
+def interrupts(d: Dialect, scope: Scope, run_id: str | None) -> Op[list[Interrupt]]:
+    sql = "SELECT * FROM run_interrupts WHERE status = 'pending' AND tenant = ? AND project = ?"
+    args: tuple[Any, ...] = (scope.tenant, scope.project)
+    if run_id is not None:
+        yield from run_row(d, scope, run_id)
+        sql, args = sql + " AND run_id = ?", (*args, run_id)
+    return [Interrupt.from_row(r) for r in (yield rows(sql + " ORDER BY created_at", *args))]
+
+
+def effects(d: Dialect, scope: Scope, status: str | None, run_id: str | None) -> Op[list[Effect]]:
+    sql = "SELECT * FROM run_effects WHERE tenant = ? AND project = ?"
+    args: list[Any] = [scope.tenant, scope.project]
+    for cond, arg in ((" AND status = ?", status), (" AND run_id = ?", run_id)):
+        if arg is not None:
+            sql, args = sql + cond, [*args, arg]
+    return [Effect.from_row(r) for r in (yield rows(sql + " ORDER BY created_at, id", *args))]
+
+
+def visit_effects(d: Dialect, run_id: str, visit: int) -> Op[list[Effect]]:
+    found = yield rows(
+        "SELECT * FROM run_effects WHERE run_id = ? AND visit = ? ORDER BY created_at, id", run_id, visit
+    )
+    return [Effect.from_row(r) for r in found]
+
+
+def visit_interrupts(d: Dialect, run_id: str, visit: int) -> Op[dict[int, Interrupt]]:
+    found = yield rows("SELECT * FROM run_interrupts WHERE run_id = ? AND visit = ?", run_id, visit)
+    return {r["ordinal"]: Interrupt.from_row(r) for r in found}
+
+
+def cancel_requests(d: Dialect, run_ids: Sequence[str]) -> Op[dict[str, str | None]]:
+    if not run_ids:
+        return {}
+    within, args = d.in_list(run_ids)
+    found = yield rows(f"SELECT id, cancel_reason FROM runs WHERE cancel_requested = 1 AND id{within}", *args)
+    return {row["id"]: row["cancel_reason"] for row in found}
+
+
+# -- writes -------------------------------------------------------------------------------------
+def create(d: Dialect, scope: Scope, new: NewRun, first: Sequence[EventSpec]) -> Op[str]:
+    key = new.idempotency_key
+    if key is not None:
+        if d.xact_lock:  # two creators with one key at once: the second waits for the first's commit
+            yield value(d.xact_lock, f"{scope.tenant}/{scope.project}/{key}", 0)
+        old = yield one(
+            "SELECT id, request_hash FROM runs WHERE tenant = ? AND project = ? AND idempotency_key = ?",
+            scope.tenant, scope.project, key,
+        )  # fmt: skip
+        if old is not None:
+            if old["request_hash"] != new.request_hash:
+                raise idempotency_conflict(key, old["id"], old["request_hash"], new.request_hash)
+            return str(old["id"])
+    return (yield from insert_run(d, scope, new.columns(), first))
+
+
+def cancel(d: Dialect, scope: Scope, run_id: str, reason: str | None) -> Op[tuple[bool, bool]]:
+    """Returns whether the run changed, and whether it is running (its worker must be told)."""
+    row = yield from run_row(d, scope, run_id, lock=True)
+    if row["status"] in TERMINAL:
+        return False, False
+    if row["status"] == "running":
+        asked: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
+        yield from plain_update(d, run_id, {"cancel_requested": 1, "cancel_reason": reason}, asked)
+        return True, True
+    sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
+    yield from end_unheld(d, run_id, "cancelled", reason, sets)
+    return True, False
+
+
+def note(d: Dialect, scope: Scope, run_id: str, noted: Sequence[EventSpec]) -> Op[str]:
+    yield from run_row(d, scope, run_id)  # another scope's run is not found
+    yield from plain_update(d, run_id, {}, noted)
+    return run_id
+
+
+def renew(d: Dialect, leases: Sequence[tuple[str, int]], lease_s: float) -> Op[dict[str, str]]:
+    """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
+    if not leases:
+        return {}
+    expires = now() + lease_s
+    found: list[Row] = []
+    if d.arrays:  # one statement for them all
+        found = yield rows(
+            f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} "
+            "RETURNING runs.id, runs.cancel_requested, runs.cancel_reason",
+            expires, *_lease_arrays(leases),
+        )  # fmt: skip
+    else:
+        for run_id, token in leases:
+            found += yield rows(f"{_EXTEND} RETURNING id, cancel_requested, cancel_reason", expires, run_id, token)
+    return {r["id"]: (r["cancel_reason"] or "cancelled") if r["cancel_requested"] else "" for r in found}
+
+
+def release(d: Dialect, leases: Sequence[tuple[str, int]]) -> Op[list[str]]:
+    """Give up held leases (worker shutdown) so that any worker can recover their runs at once. Returns
+    the runs released where one statement releases them all (others' watchers hear of those)."""
+    if not leases:
+        return []
+    if d.arrays:
+        found = yield rows(
+            f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} RETURNING runs.id",
+            RELEASED, *_lease_arrays(leases),
+        )  # fmt: skip
+        return [r["id"] for r in found]
+    yield many(_EXTEND, [(RELEASED, run_id, token) for run_id, token in leases])
+    return []
+
+
+_EXTEND = "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'"
+_LEASES = " FROM unnest(?::text[], ?::bigint[]) AS l(id, token)"
+_HELD_LEASES = "runs.id = l.id AND runs.lease_token = l.token AND runs.status = 'running'"
+
+
+def _lease_arrays(leases: Sequence[tuple[str, int]]) -> tuple[list[str], list[int]]:
+    return [run_id for run_id, _ in leases], [token for _, token in leases]
+
+
+def commit(
+    d: Dialect,
+    scope: Scope,
+    run_id: str,
+    token: int,
+    change: RunChange,
+    appended: Sequence[EventSpec],
+    settle: bool,
+    tail: Sequence[EventSpec],
+    checkpoint: StepCheckpoint | None,
+    retry_in_s: float | None,
+    output_session: NewSession | None,
+    held: Sequence[HeldStep],
+) -> Op[str]:
+    """``RunStore.commit`` but its claim: the held steps, then this one, each fenced by ``token``."""
+    at = now()
+    for step in held:
+        yield from guarded_update(d, run_id, token, step.change, step.events, step.checkpoint, at)
+    todo = list(appended)
+    if settle:
+        yield from lock_held(d, run_id, token)  # the run first, then its effects
+        yield from reap.settle_in_flight(d, run_id, todo)
+    todo += tail
+    row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
+    if output_session is not None:
+        made = yield from insert_one(d, (scope.tenant, scope.project), output_session)
+        row = {**row, "output_session_id": made.id}
+    yield from guarded_update(d, run_id, token, row, todo, checkpoint, at)
+    return run_id
+
+
+def record_effect(d: Dialect, scope: Scope, run_id: str, token: int, record: EffectRecord) -> Op[Effect]:
+    event = (f"effect.{record.status}", {"effect_id": record.id, "key": record.key})
+    yield from guarded_update(d, run_id, token, {}, [event])
+    at = now()
+    found = yield one(
+        "INSERT INTO run_effects (id, run_id, tenant, project, step, visit, key, effect_class, status, "
+        "result, error, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, "
+        "error = excluded.error, effect_class = excluded.effect_class, updated_at = excluded.updated_at "
+        "RETURNING *",
+        record.id, run_id, scope.tenant, scope.project, record.step, record.visit, record.key,
+        record.effect_class, record.status, record.result_json, record.error, at, at,
+    )  # fmt: skip
+    return Effect.from_row(found)
+
+
+def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> Op[str]:
+    i = interrupt
+    parked: list[EventSpec] = [
+        ("interrupt.created", {"interrupt_id": i.id, "kind": i.kind, "step": i.step}),
+        ("checkpoint.created", {"step": i.step, "pending": [i.id]}),
+        ("run.state.changed", {"status": "waiting", "interrupt_id": i.id}),
+    ]
+    sets = {"status": "waiting", "lease_owner": None, "lease_expires": None}
+    yield from guarded_update(d, run_id, token, sets, parked, (state_json, i.step, [i.id]))
+    yield none(
+        "INSERT INTO run_interrupts (id, run_id, tenant, project, step, visit, ordinal, kind, prompt, schema, "
+        "status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        i.id, run_id, scope.tenant, scope.project, i.step, i.visit, i.ordinal, i.kind, i.prompt,
+        dumps(i.schema) if i.schema is not None else None, i.expires_at, now(),
+    )  # fmt: skip
+    return run_id
+
+
+Announce = Callable[[Any], Iterable[str]]
+
+
+def _one(run_id: str) -> list[str]:
+    return [run_id]
+
+
+def _same(run_ids: list[str]) -> list[str]:
+    return run_ids
+
+
+def _claimed(found: list[Row]) -> list[str]:
+    return [r["id"] for r in found]
+
+
+class CoreRunQueue:
+    """The ``RunQueue`` of the runs a claimer serves: claims, readiness, takeover, reaping, and the leases
+    workers hold (renew, release, cancel requests: by run id and token, so in every scope).
+
+    ``scope`` None is every tenant/project of the store (``StoreBackend.queue()``, through which every
+    worker claims, so ``limits`` count the whole store); ``CoreRunStore`` is this queue for its own scope."""
+
+    def __init__(self, ex: Executor, scope: Scope | None = None) -> None:
+        self.ex = ex
+        self.scope = scope
+
+    async def _write(self, announce: Announce, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
+        """A write; ``announce`` says which runs it changed (from its result), for a backend that tells others."""
+        return await self.ex.write(make, *args, small=small)
+
+    async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
+        return await self.ex.read(claims.next_ready, self.scope, workflows, limits or {})
+
+    async def claim(
+        self,
+        owner: str,
+        lease_s: float,
+        limit: int,
+        workflows: Sequence[str],
+        *,
+        holder: Holder | None = None,
+        limits: Limits | None = None,
+    ) -> list[Claim]:
+        args = (self.scope, owner, lease_s, limit, workflows, holder, limits)
+        found = await self._write(_claimed, claims.claim, *args, small=limit <= SMALL_ROWS)
+        return [Claim.from_row(row) for row in found]
+
+    async def holders(self, host: str) -> list[tuple[int, int]]:
+        return await self.ex.read(claims.holders, self.scope, host)
+
+    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
+        return await self._write(_same, reap.take_over, self.scope, host, pid, started)
+
+    async def needs_reaping(self) -> bool:
+        return await self.ex.read(has_reapable, self.scope)
+
+    async def reap(self) -> list[str]:
+        return await self._write(_same, reap.reap, self.scope)
+
+    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
+        return await self._write(_nothing, renew, list(leases), lease_s)
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
+        return await self.ex.read(cancel_requests, list(run_ids)) if run_ids else {}
+
+    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
+        await self._write(_same, release, list(leases))
+
+
+def _nothing(_result: Any) -> list[str]:
+    return []
+
+
+class CoreRunStore(CoreRunQueue):
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project.
+
+    A backend gives it ``watch`` and ``commit``'s transaction (``_commit``)."""
+
+    scope: Scope
+
+    def __init__(self, ex: Executor, tenant: str, project: str) -> None:
+        super().__init__(ex, Scope(tenant, project))
+
+    async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
+        return await self._write(_one, create, self.scope, new, events)
+
+    async def get(self, run_id: str) -> Run:
+        return await self.ex.read(get, self.scope, run_id)
+
+    async def by_idempotency_key(self, key: str) -> str | None:
+        return await self.ex.read(by_idempotency_key, self.scope, key)
+
+    async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
+        return await self.ex.read(page, self.scope, status, workflow, before, limit)
+
+    async def ids(self, prefix: str, limit: int) -> list[str]:
+        return await self.ex.read(ids, self.scope, prefix, limit)
+
+    async def events(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        return await self.ex.read(events, self.scope, run_id, after_seq, limit)
+
+    async def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        return await self.ex.read(checkpoints, self.scope, run_id)
+
+    async def interrupts(self, run_id: str | None) -> list[Interrupt]:
+        return await self.ex.read(interrupts, self.scope, run_id)
+
+    async def effects(self, status: str | None, run_id: str | None) -> list[Effect]:
+        return await self.ex.read(effects, self.scope, status, run_id)
+
+    async def cancel(self, run_id: str, reason: str | None) -> None:
+        await self._write(lambda changed: [run_id] if changed[0] else [], cancel, self.scope, run_id, reason)
+
+    async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
+        return await self._write(_one, decisions.decide, self.scope, interrupt_id, decision, check)
+
+    async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
+        return await self._write(_one, decisions.settle_effect, self.scope, effect_id, applied, result_json)
+
+    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
+        await self._write(_one, note, self.scope, run_id, events)
+
+    async def commit(
+        self,
+        run_id: str,
+        token: int,
+        change: RunChange,
+        events: Sequence[EventSpec],
+        *,
+        settle: bool = False,
+        tail: Sequence[EventSpec] = (),
+        checkpoint: StepCheckpoint | None = None,
+        retry_in_s: float | None = None,
+        output_session: NewSession | None = None,
+        then_claim: ClaimOrder | None = None,
+        held: Sequence[HeldStep] = (),
+    ) -> list[Claim]:
+        args = (self.scope, run_id, token, change, events, settle, tail, checkpoint, retry_in_s, output_session, held)
+        found = await self._commit(args, then_claim, small_commit(change, events, held))
+        return [Claim.from_row(row) for row in found]
+
+    async def _commit(self, args: tuple[Any, ...], then_claim: ClaimOrder | None, small: bool) -> list[Row]:
+        """``commit`` (its ``args``) and ``then_claim``'s claim in one transaction (the backend's own)."""
+        raise NotImplementedError
+
+    async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
+        return await self.ex.read(visit_effects, run_id, visit)
+
+    async def record_effect(self, run_id: str, token: int, record: EffectRecord) -> Effect:
+        return await self._write(lambda _e: [run_id], record_effect, self.scope, run_id, token, record)
+
+    async def visit_interrupts(self, run_id: str, visit: int) -> dict[int, Interrupt]:
+        return await self.ex.read(visit_interrupts, run_id, visit)
+
+    async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
+        await self._write(_one, park, self.scope, run_id, token, interrupt, state_json)
