@@ -29,12 +29,14 @@ from rath_mcp.cli_usage import parse_command_line
 from rath_mcp.shell import existing_store, note, store_name, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
+from runtime.extras import MissingExtraError
 from runtime.providers import configuration_problem
 from runtime.runtime import check_scope_name
 from runtime.sandbox.policy import SandboxPolicy, load_policy, parse_size
 from runtime.store import StoreURL, apply_migrations, pending_migrations, resolve_store
 from runtime.store.sqlite import health
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
+from runtime.telemetry import Tracing, from_environment
 
 EXIT_DOMAIN_ERROR = 1
 EXIT_USAGE = 2
@@ -263,10 +265,6 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from rath_mcp.auth.remote import remote_for
-    from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
-    from rath_mcp.transports import serve
-
     if args.issuer:
         from rath_mcp.auth.oauth import check_issuer
 
@@ -278,6 +276,18 @@ async def _serve(args: argparse.Namespace) -> int:
     if (problem := configuration_problem(home)) is not None:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
     policy = _sandbox_policy(args, home)
+    traces = _traces()
+    try:
+        return await _serve_traced(args, home, policy, traces)
+    finally:
+        await _stop_traces(traces)
+
+
+async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPolicy, traces: Tracing) -> int:
+    from rath_mcp.auth.remote import remote_for
+    from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
+    from rath_mcp.transports import serve
+
     async with Runtime.open(
         home,
         store=args.store,
@@ -293,11 +303,27 @@ async def _serve(args: argparse.Namespace) -> int:
         remote = remote_for(rt, args.auth, issuer=args.issuer, audience=args.audience)
         if args.transport != "stdio":
             note(f"HTTP callers authenticate with: --auth {args.auth}")
-        server = build_server(rt, remote=remote)
+        server = build_server(rt, remote=remote, traces=traces)
         loaded()
         frames = {"max_frame": args.max_frame_bytes} if args.max_frame_bytes else {}
         await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate, **frames)
     return 0
+
+
+def _traces() -> Tracing:
+    """The tracing the ``OTEL_*`` environment asks for; without the ``otel`` extra, one line and none."""
+    try:
+        return from_environment()
+    except MissingExtraError as exc:
+        note(f"traces are off: {exc}")
+        return Tracing()
+
+
+async def _stop_traces(traces: Tracing) -> None:
+    """Send the last spans (bounded, off the event loop), also when the command was cancelled."""
+    if traces.enabled:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(traces.shutdown)
 
 
 def _auth_problem(args: argparse.Namespace) -> str | None:
@@ -393,6 +419,14 @@ def _backup_to(path: Path, dest: str) -> str:
 async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     policy = _sandbox_policy(args, home)
+    traces = _traces()  # handed to the runtime's runs, steps and model calls once Runtime takes it
+    try:
+        return await _work(args, home, policy)
+    finally:
+        await _stop_traces(traces)
+
+
+async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy) -> int:
     async with Runtime.open(
         home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy
     ) as rt:

@@ -15,6 +15,9 @@
   serves its pipes on the event loop, so it replaces ``stdio_server``: it claims fd 0 and fd 1 the
   way ``stdio_server`` claims them (``claim_stdin``, ``claim_stdout``) and makes the same
   context-carrying streams for the server (``context_streams``).
+- The low-level ``Server`` puts the SDK's own OpenTelemetry middleware first in every server's chain,
+  writing to OpenTelemetry's global tracer provider; ``rath_mcp.tracing`` replaces it with spans from
+  the ``Tracing`` the CLI made (``drop_sdk_tracing``), known by its class name (its module is private).
 - A tool's ``_meta`` can only be given when it is added; the MCP App links tools that are registered
   elsewhere to its ``ui://`` resource afterwards (``add_tool_meta``).
 """
@@ -41,6 +44,7 @@ __all__ = [
     "claim_stdout",
     "connection_of",
     "context_streams",
+    "drop_sdk_tracing",
     "lowlevel",
     "strict_arguments",
 ]
@@ -56,6 +60,11 @@ def add_request_handler(server: MCPServer, method: str, params_type: type[Any], 
     """Serve a protocol method ``MCPServer`` does not expose a decorator for."""
     lowlevel: Any = server._lowlevel_server
     lowlevel.add_request_handler(method, params_type, handler)
+
+
+def drop_sdk_tracing(server: MCPServer) -> None:
+    """Take the SDK's ``OpenTelemetryMiddleware`` out of ``server``'s middleware chain."""
+    server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
 
 
 def lowlevel(server: MCPServer) -> Any:

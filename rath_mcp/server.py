@@ -15,9 +15,11 @@ from rath_mcp import apps, audit, grants, logs, prompts, resources, sampling, sd
 from rath_mcp.auth.remote import Remote, remote_for
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.principal import Principal
+from rath_mcp.tracing import install as trace_requests
 from rath_mcp.wait_clock import WaitClock
 from rath_mcp.waiting import HEARTBEAT_S, RunWaiter
 from runtime import Runtime
+from runtime.telemetry import Tracing
 
 SERVER_NAME = "rath-mcp"
 INSTRUCTIONS = (
@@ -43,6 +45,7 @@ def build_server(
     local: Principal | None = None,
     remote: Remote | None = None,
     clock: WaitClock | None = None,
+    traces: Tracing | None = None,
 ) -> MCPServer:
     """An MCP server exposing ``rt``: tools, resources, prompts, completions and subscriptions.
 
@@ -51,6 +54,7 @@ def build_server(
     in the scope ``rt`` was opened with.
     ``remote``: the audit trail and metrics shared with the HTTP gate (``serve --auth``); default: local.
     ``clock``: what waiting tools keep budgets and heartbeats by; default the event loop's.
+    ``traces``: where each request's span goes (``runtime.telemetry``); default none.
     """
     bus = InMemorySubscriptionBus()
     server: MCPServer = MCPServer(
@@ -76,5 +80,6 @@ def build_server(
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))
     logs.install(server)
     remote = remote or remote_for(rt)
-    audit.install(server, remote.auditor, remote.metrics, remote.default)  # outermost: sees every refusal
+    audit.install(server, remote.auditor, remote.metrics, remote.default)  # sees every refusal
+    trace_requests(server, traces or Tracing())  # outermost: a request's span covers all the rest
     return server

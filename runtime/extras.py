@@ -16,6 +16,7 @@ from runtime.errors import UsageError
 #: extra of the ``rath-mcp`` distribution -> the feature it brings (the words of the error).
 EXTRAS: dict[str, str] = {
     "postgres": "the PostgreSQL store (postgresql://… store URLs)",
+    "otel": "tracing (OTEL_EXPORTER_OTLP_ENDPOINT: OpenTelemetry traces over OTLP/HTTP)",
 }
 
 

@@ -39,9 +39,23 @@ def _distributions_imported() -> dict[str, set[str]]:
                 if top in sys.stdlib_module_names or top in ("runtime", "rath_mcp", "__future__"):
                     continue
                 assert top in owners, f"{path.relative_to(ROOT)} imports {top}, which no installed package provides"
-                for dist in owners[top]:
+                for dist in _providers(module, owners[top]):
                     found.setdefault(_name(dist), set()).add(str(path.relative_to(ROOT)))
     return found
+
+
+def _providers(module: str, candidates: list[str]) -> list[str]:
+    """The distributions that hold ``module`` itself: of a namespace package several distributions share
+    (``opentelemetry``), only those with files under the module's own path."""
+    if len(candidates) == 1:
+        return candidates
+    prefix = module.replace(".", "/")
+    holding = [
+        dist
+        for dist in candidates
+        if any(str(f).startswith((prefix + "/", prefix + ".py")) for f in importlib.metadata.files(dist) or [])
+    ]
+    return holding or candidates
 
 
 RUNTIME = {_name(r) for r in PYPROJECT["dependencies"]}
@@ -54,9 +68,11 @@ def test_every_runtime_dependency_is_imported_by_the_shipped_code() -> None:
 
 
 def test_every_import_of_the_shipped_code_is_declared() -> None:
-    """Only the PostgreSQL store imports a package of an extra (``runtime.extras`` names it when missing)."""
+    """Only the PostgreSQL store and tracing import packages of an extra (``runtime.extras`` names it when missing)."""
     imported = _distributions_imported()
-    undeclared = {dist: sorted(imported[dist]) for dist in set(imported) - RUNTIME - EXTRAS["postgres"]}
+    undeclared = {
+        dist: sorted(imported[dist]) for dist in set(imported) - RUNTIME - EXTRAS["postgres"] - EXTRAS["otel"]
+    }
     assert undeclared == {}, "imported but not a runtime dependency"
 
 

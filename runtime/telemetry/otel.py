@@ -1,0 +1,172 @@
+"""Tracing switched on: OpenTelemetry's SDK exporting OTLP over HTTP/protobuf (the ``otel`` extra).
+
+Everything is configured by the standard ``OTEL_*`` variables, read by the SDK itself: the endpoint
+(``OTEL_EXPORTER_OTLP_ENDPOINT`` gets ``/v1/traces`` appended, ``…_TRACES_ENDPOINT`` is used as
+given), headers, timeout and compression, ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME`` (here
+``rath-mcp`` unless set), the sampler (``OTEL_TRACES_SAMPLER``) and the batch settings
+(``OTEL_BSP_*``). Spans are handed to a ``BatchSpanProcessor``: ending one only appends it to a
+queue, and a background thread exports; a collector that is down or slow costs requests nothing
+(the queue drops spans past ``OTEL_BSP_MAX_QUEUE_SIZE``).
+
+No global is set (OpenTelemetry's global tracer provider stays untouched): the one ``OtelTracing``
+of a process is made by the CLI and passed to what emits spans. The current span does live in
+OpenTelemetry's context (a ``contextvars`` variable), so spans nest across ``await`` as code does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runtime.extras import require_extra
+from runtime.telemetry.base import CAPTURE_VARIABLE, Attributes, AttributeValue, Kind, Span, Tracing
+
+require_extra("opentelemetry.sdk.trace", "otel")
+require_extra("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel")
+
+import opentelemetry.context as otel_context  # noqa: E402  (after the check naming the extra)
+import opentelemetry.trace as trace  # noqa: E402
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
+from opentelemetry.sdk.resources import Resource  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter  # noqa: E402
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator  # noqa: E402
+
+DEFAULT_SERVICE_NAME = "rath-mcp"
+#: The longest a stop waits for the last spans to be sent; past it they are dropped (a hung collector).
+SHUTDOWN_WAIT_S = 5.0
+_KINDS = {"internal": SpanKind.INTERNAL, "server": SpanKind.SERVER, "client": SpanKind.CLIENT}
+_CONTEXT_KEYS = ("traceparent", "tracestate")
+
+
+def _clean(attributes: Attributes) -> dict[str, AttributeValue]:
+    return {key: value for key, value in attributes.items() if value is not None}
+
+
+class OtelSpan(Span):
+    """One OpenTelemetry span; entering makes it current, leaving ends it (an exception marks it failed)."""
+
+    __slots__ = ("_capture", "_failed", "_span", "_token")
+    recording = True
+
+    def __init__(self, span: trace.Span, capture: bool) -> None:
+        self._span = span
+        self._capture = capture
+        self._failed = False
+        self._token: object = None
+
+    def __enter__(self) -> OtelSpan:
+        self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        error = exc_info[1] if exc_info else None
+        try:
+            if isinstance(error, Exception) and not self._failed:  # a cancellation is no failure of the span's work
+                self.fail(type(error).__qualname__, str(error))
+        finally:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+            self._span.end()
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        if value is not None:
+            self._span.set_attribute(key, value)
+
+    def set_many(self, attributes: Attributes) -> None:
+        self._span.set_attributes(_clean(attributes))
+
+    def event(self, name: str, attributes: Attributes | None = None) -> None:
+        self._span.add_event(name, _clean(attributes or {}))
+
+    def fail(self, error_type: str, description: str | None = None) -> None:
+        self._failed = True
+        self._span.set_attribute("error.type", error_type)
+        self._span.set_status(StatusCode.ERROR, description if self._capture else None)
+
+
+class OtelTracing(Tracing):
+    """Spans recorded by an SDK ``TracerProvider`` of our own and exported in batches."""
+
+    enabled = True
+
+    def __init__(self, exporter: SpanExporter, *, capture_content: bool = False, resource: Resource | None = None):
+        super().__init__()
+        self.capture_content = capture_content
+        self._provider = TracerProvider(resource=resource or _resource({}))  # sampler: OTEL_TRACES_SAMPLER
+        self._provider.add_span_processor(BatchSpanProcessor(exporter))  # OTEL_BSP_* read by the processor
+        self._tracer = self._provider.get_tracer("rath-mcp", _version())
+        self._propagator = TraceContextTextMapPropagator()
+        self._stopped = False
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> OtelTracing:
+        """The OTLP/HTTP exporter and resource the ``OTEL_*`` variables describe."""
+        capture = environ.get(CAPTURE_VARIABLE, "").strip().lower() == "true"
+        return cls(OTLPSpanExporter(), capture_content=capture, resource=_resource(environ))
+
+    def span(
+        self,
+        name: str,
+        *,
+        kind: Kind = "internal",
+        attributes: Attributes | None = None,
+        carriers: Sequence[Mapping[str, object]] = (),
+    ) -> OtelSpan:
+        parent = self._parent(carriers)
+        started = self._tracer.start_span(
+            name, context=parent, kind=_KINDS[kind], attributes=_clean(attributes or {}), record_exception=False
+        )
+        return OtelSpan(started, self.capture_content)
+
+    def _parent(self, carriers: Sequence[Mapping[str, object]]) -> otel_context.Context | None:
+        """The first carrier's valid W3C trace context, else ``None`` (the current span is the parent)."""
+        for carrier in carriers:
+            found = {key: value for key in _CONTEXT_KEYS if isinstance(value := carrier.get(key), str)}
+            if "traceparent" not in found:
+                continue
+            extracted = self._propagator.extract(found)
+            if trace.get_current_span(extracted).get_span_context().is_valid:
+                return extracted
+        return None
+
+    def headers(self) -> dict[str, str]:
+        carrier: dict[str, str] = {}
+        self._propagator.inject(carrier)
+        return carrier
+
+    def trace_id(self) -> str | None:
+        context = trace.get_current_span().get_span_context()
+        return trace.format_trace_id(context.trace_id) if context.is_valid else None
+
+    def shutdown(self) -> None:
+        """Flush and stop in a helper thread, waited for at most ``SHUTDOWN_WAIT_S``: the SDK's own wait
+        is bounded only by the exporter's timeout per batch, and a hung collector must not hold a stop."""
+        if self._stopped:
+            return
+        self._stopped = True
+        stopping = threading.Thread(target=self._provider.shutdown, name="rath-otel-shutdown", daemon=True)
+        stopping.start()
+        stopping.join(SHUTDOWN_WAIT_S)
+
+
+def _resource(environ: Mapping[str, str]) -> Resource:
+    """``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` (read by ``Resource.create``), with our service
+    name only where neither names one (attributes given here would override theirs)."""
+    attributes: dict[str, Any] = {"service.version": _version()}
+    named = environ.get("OTEL_SERVICE_NAME", "").strip() or "service.name=" in environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", ""
+    )
+    if not named:
+        attributes["service.name"] = DEFAULT_SERVICE_NAME
+    return Resource.create(attributes)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rath-mcp")
+    except PackageNotFoundError:
+        return "0.0.0+source"
