@@ -45,6 +45,8 @@ NOT_AT_START = [
     "jwt",
     "jsonschema",
     "prometheus_client",
+    "runtime.telemetry.otel",  # tracing: only where OTEL_EXPORTER_OTLP_ENDPOINT asks for it
+    "opentelemetry.sdk",
 ]
 
 START_A_SERVER = """

@@ -29,6 +29,7 @@ from runtime.providers.retry import (
     complete_with_retries,
 )
 from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
+from runtime.telemetry import Tracing
 
 _STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 DEFAULT_MAX_TOKENS = 1024
@@ -76,8 +77,11 @@ class AnthropicProvider:
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
         max_tokens: int | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
+        """``tracing``: each call sends the current span's W3C ``traceparent`` (none when off)."""
         self.model = model
+        self._tracing = tracing or Tracing()
         self.retry = retry or RetryPolicy()
         self.max_tokens = max_tokens or DEFAULT_MAX_TOKENS
         self._secret = api_key
@@ -104,6 +108,8 @@ class AnthropicProvider:
             ]
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
+        if trace_headers := self._tracing.headers():  # the model call's span, as the vendor sees it
+            kwargs["extra_headers"] = trace_headers
 
         return await complete_with_retries(
             self.name,

@@ -31,6 +31,7 @@ from runtime.errors import InvalidInputError
 from runtime.providers.base import Provider, ProviderConfigError
 from runtime.providers.retry import RetryPolicy
 from runtime.providers.scripted import ScriptedProvider
+from runtime.telemetry import Tracing
 
 PROVIDER_NAMES = ("openai", "anthropic", "scripted", "sampling")
 CONFIG_FILE = "config.json"
@@ -138,8 +139,17 @@ def _api_key(name: str, settings: dict[str, Any]) -> str:
     )
 
 
-def load_provider(name: str | None, home: Path, *, env: Mapping[str, str] | None = None, **overrides: Any) -> Provider:
+def load_provider(
+    name: str | None,
+    home: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    tracing: Tracing | None = None,
+    **overrides: Any,
+) -> Provider:
     """Build the named provider (or the configured one) from config.json, environment and overrides.
+
+    ``tracing``: what the HTTP providers' outgoing calls take their ``traceparent`` header from.
 
     With no name given and none configured this raises ``ProviderConfigError`` saying how to
     configure one: there is no silent default.
@@ -160,10 +170,10 @@ def load_provider(name: str | None, home: Path, *, env: Mapping[str, str] | None
     if chosen == "openai":  # the SDKs are imported here, on first use: each takes seconds to import
         from runtime.providers.openai_provider import OpenAIProvider
 
-        return OpenAIProvider(**common)
+        return OpenAIProvider(**common, tracing=tracing)
     from runtime.providers.anthropic_provider import AnthropicProvider
 
-    return AnthropicProvider(**common)
+    return AnthropicProvider(**common, tracing=tracing)
 
 
 def _check_name(name: str, home: Path) -> None:

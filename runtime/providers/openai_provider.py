@@ -26,6 +26,7 @@ from runtime.providers.retry import (
     complete_with_retries,
 )
 from runtime.sessions.model import Chunk, ToolCall, ToolCallFunction
+from runtime.telemetry import Tracing
 
 _FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "length"}
 
@@ -76,8 +77,11 @@ class OpenAIProvider:
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
         max_tokens: int | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
+        """``tracing``: each call sends the current span's W3C ``traceparent`` (none when off)."""
         self.model = model
+        self._tracing = tracing or Tracing()
         self.retry = retry or RetryPolicy()
         self.max_tokens = max_tokens
         self._secret = api_key
@@ -98,6 +102,8 @@ class OpenAIProvider:
             kwargs["max_tokens"] = max_tokens
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
+        if trace_headers := self._tracing.headers():  # the model call's span, as the vendor sees it
+            kwargs["extra_headers"] = trace_headers
 
         return await complete_with_retries(
             self.name,

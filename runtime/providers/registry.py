@@ -8,6 +8,8 @@ from pathlib import Path
 from runtime.providers.base import DeltaCallback, ModelRequest, ModelResponse, Provider, ProviderConfigError
 from runtime.providers.config import configured_provider_name, load_provider, not_configured_message
 from runtime.providers.sampling import NoSamplingClient
+from runtime.providers.traced import traced
+from runtime.telemetry import Tracing
 
 SAMPLING = "sampling"
 
@@ -45,9 +47,11 @@ class ProviderRegistry:
     ``ProviderConfigError`` saying how to configure one: nothing answers in a model's place unasked.
     """
 
-    def __init__(self, home: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: Mapping[str, str] | None = None, *, tracing: Tracing | None = None) -> None:
+        """``tracing``: every provider handed out makes GenAI client spans there (default: none)."""
         self.home = home
         self._env = env
+        self.tracing = tracing or Tracing()
         self._cache: dict[str, Provider] = {}
 
     def default_name(self) -> str | None:
@@ -61,7 +65,10 @@ class ProviderRegistry:
         self._cache[name] = provider
 
     def get(self, name: str | None = None) -> Provider:
-        """The provider called ``name`` (or the default), built on first use."""
+        """The provider called ``name`` (or the default), built on first use; traced when tracing is on."""
+        return traced(self._get(name), self.tracing)
+
+    def _get(self, name: str | None) -> Provider:
         key = name or self.default_name()
         if key is None:
             sampling = self._cache.get(SAMPLING)
@@ -69,7 +76,7 @@ class ProviderRegistry:
                 raise ProviderConfigError(not_configured_message(self.home))
             return ClientModelOrAdvice(sampling, self.home)
         if key not in self._cache:
-            self._cache[key] = load_provider(key, self.home, env=self._env)
+            self._cache[key] = load_provider(key, self.home, env=self._env, tracing=self.tracing)
         return self._cache[key]
 
     async def aclose(self) -> None:

@@ -20,7 +20,9 @@ from runtime.sandbox.base import Backend, Sandbox, SandboxError, check_workspace
 from runtime.sandbox.local import LocalBackend, LocalSandbox
 from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
+from runtime.sandbox.traced import traced
 from runtime.sessions import Placement
+from runtime.telemetry import Tracing
 
 DEFAULT_WORKSPACE = "default"
 BUILTIN_BACKENDS = ("local", "opensandbox")
@@ -45,8 +47,11 @@ class SandboxRegistry:
         use_bwrap: bool | None = None,
         policy: SandboxPolicy | None = None,
         workspaces: Path | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
-        """``workspaces``: the directory of the local backend's workspaces (default ``home/workspaces``)."""
+        """``workspaces``: the directory of the local backend's workspaces (default ``home/workspaces``).
+        ``tracing``: where each sandbox handed out reports its commands as spans (default: nowhere)."""
+        self.tracing = tracing or Tracing()
         if isinstance(opensandbox_settings, dict):
             opensandbox_settings = OpenSandboxSettings(**opensandbox_settings)
         self.home = Path(home)
@@ -95,8 +100,8 @@ class SandboxRegistry:
         sandbox = await self._get(placement)
         policy = self.policy.for_workflow(workflow)
         if isinstance(sandbox, LocalSandbox) and policy != sandbox.policy:
-            return sandbox.with_policy(policy)
-        return sandbox
+            return traced(sandbox.with_policy(policy), self.tracing)
+        return traced(sandbox, self.tracing)
 
     async def _get(self, placement: Placement) -> Sandbox:
         key = self._key(placement)
