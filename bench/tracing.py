@@ -1,0 +1,131 @@
+"""What tracing costs an MCP round trip: the same server with traces off, on, and asked for without the extra.
+
+One command:  .venv/bin/python -m bench.tracing [--calls 300]
+
+Three ``rath-mcp serve`` stdio subprocesses on homes of their own, open side by side and driven by
+the same Python SDK client in alternating blocks of back-to-back ``session_get`` calls:
+
+- off: no ``OTEL_*`` variable (the no-op ``Tracing``: no span, no OpenTelemetry import);
+- on: ``OTEL_EXPORTER_OTLP_ENDPOINT`` at a local OTLP/HTTP sink in this process (every request a
+  SERVER span, batched and exported by the SDK's background thread as a collector would receive it);
+- absent: the endpoint set but the ``otel`` extra unimportable (``opentelemetry.sdk`` blocked in the
+  child by a ``sitecustomize``), as on a machine without ``rath-mcp[otel]``: it says so and serves untraced.
+
+Prints calls per second and the ratio to off; the targets are on >= 0.9x of off and absent >= 0.9x
+(within noise). Exits 1 when one is missed. (Durable no-op steps per second join once runs have spans.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from bench.mcp import Sample, checked, seed_session, timed_blocks
+
+TARGET = 0.9
+
+
+class _Sink(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that reads each export and answers 200 (what a healthy collector does)."""
+
+    received = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).received += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def sink() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def server(home: Path, env: dict[str, str]) -> StdioServerParameters:
+    argv = ["-m", "rath_mcp", "serve", "--transport", "stdio", "--home", str(home)]
+    return StdioServerParameters(command=sys.executable, args=argv, env=env)
+
+
+def environments(tmp: Path, endpoint: str) -> dict[str, dict[str, str]]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    blocked = tmp / "no-otel"
+    blocked.mkdir()
+    (blocked / "sitecustomize.py").write_text('import sys\nsys.modules["opentelemetry.sdk"] = None\n')
+    on = {**base, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+    absent = {**on, "PYTHONPATH": os.pathsep.join(filter(None, [str(blocked), base.get("PYTHONPATH")]))}
+    return {"off": base, "on": on, "absent": absent}
+
+
+async def measure(tmp: Path, endpoint: str, calls: int, warmup: int) -> list[Sample]:
+    envs = environments(tmp, endpoint)
+    params = {name: server(tmp / name, env) for name, env in envs.items()}
+    async with (
+        Client(params["off"], mode="legacy") as off,
+        Client(params["on"], mode="legacy") as on,
+        Client(params["absent"], mode="legacy") as absent,
+    ):
+        clients = {"off": off, "on": on, "absent": absent}
+        sessions = {name: await seed_session(c, 20) for name, c in clients.items()}
+
+        def probe(name: str) -> Callable[[], Awaitable[Any]]:
+            return lambda: checked(clients[name], "session_get", {"session_id": sessions[name]})
+
+        return await timed_blocks(calls, warmup, {name: probe(name) for name in clients})
+
+
+def table(samples: list[Sample]) -> str:
+    off = samples[0]
+    rows = ["| tracing | calls/s | median ms | p90 ms | x off | target |", "|---|---:|---:|---:|---:|---|"]
+    for s in samples:
+        ratio = off.median_ms / s.median_ms
+        verdict = "-" if s is off else ("ok" if ratio >= TARGET else f"< {TARGET}x")
+        per_s = 1000 / s.median_ms
+        rows.append(f"| {s.name:<7} | {per_s:7.0f} | {s.median_ms:9.3f} | {s.p90_ms:6.3f} | {ratio:5.2f} | {verdict} |")
+    return "\n".join(rows)
+
+
+async def main(calls: int) -> int:
+    warmup = max(10, calls // 10)
+    with tempfile.TemporaryDirectory(prefix="rath-bench-") as tmp, sink() as endpoint:
+        samples = await measure(Path(tmp), endpoint, calls, warmup)
+        exports = _Sink.received
+    print(f"stdio session_get round trips: {calls} calls per server in blocks taking turns, after {warmup} warm-up;")
+    print(f"the traced server's spans reached the local sink in {exports} export(s)\n")
+    print(table(samples))
+    off = samples[0]
+    missed = [s.name for s in samples[1:] if off.median_ms / s.median_ms < TARGET]
+    if exports == 0:
+        print("\nno span was exported: the 'on' server did not trace (is the otel extra installed?)")
+        return 1
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300, help="timed calls per server (default 300)")
+    args = parser.parse_args()
+    sys.exit(anyio.run(main, args.calls))
