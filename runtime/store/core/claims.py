@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runtime.durable.store import EventSpec, Holder, Limits
+from runtime.durable.store import ClaimOrder, EventSpec, Limits
 from runtime.durable.store_shared import Scope, scope_args
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
@@ -112,18 +112,10 @@ def _locked(
     return [r["id"] for r in picked[:limit]]  # rows locked but not taken stay queued (unlocked at commit)
 
 
-def claim(
-    d: Dialect,
-    scope: Scope | None,
-    owner: str,
-    lease_s: float,
-    limit: int,
-    workflows: Sequence[str],
-    holder: Holder | None = None,
-    limits: Limits | None = None,
-) -> Op[list[Row]]:
-    """Take up to ``limit`` ready runs within ``limits``: each gets a new, higher fencing token and a lease.
-    Earliest ``next_at`` first. Where writers are serialized, one statement: the choice is a subquery."""
+def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
+    """Take up to ``order.limit`` ready runs within its limits: each gets a new, higher fencing token and a
+    lease. Earliest ``next_at`` first. Where writers are serialized, one statement: the choice is a subquery."""
+    owner, limit, workflows, limits, holder = order.owner, order.limit, order.workflows, order.limits, order.holder
     if limit <= 0 or not workflows:
         return []
     at = now()
@@ -136,7 +128,9 @@ def claim(
         chosen, chosen_args = _ranked(d, scope, at, limit, workflows, limits or {})
         within, args = f" IN ({chosen})", tuple(chosen_args)
     host, pid, started = (holder.host, holder.pid, holder.started) if holder is not None else (None, None, None)
-    found: list[Row] = yield rows(_CLAIM.format(within=within), owner, at + lease_s, host, pid, started, at, *args)
+    found: list[Row] = yield rows(
+        _CLAIM.format(within=within), owner, at + order.lease_s, host, pid, started, at, *args
+    )
     found = sorted(found, key=lambda r: (r["next_at"], r["id"]))  # RETURNING keeps no order
     for row in found:
         events: list[EventSpec] = [

@@ -267,8 +267,8 @@ class CoreRunQueue:
         holder: Holder | None = None,
         limits: Limits | None = None,
     ) -> list[Claim]:
-        args = (self.scope, owner, lease_s, limit, workflows, holder, limits)
-        found = await self._write(_claimed, claims.claim, *args, small=limit <= SMALL_ROWS)
+        order = ClaimOrder(owner, lease_s, limit, workflows, holder, limits)
+        found = await self._write(_claimed, claims.claim, self.scope, order, small=limit <= SMALL_ROWS)
         return [Claim.from_row(row) for row in found]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:

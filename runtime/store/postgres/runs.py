@@ -60,10 +60,9 @@ async def _announced(db: PostgresDatabase, announce: runs.Announce, make: Callab
 async def _claim_within(conn: asyncpg.Connection, order: ClaimOrder) -> list[Row]:
     """``order``'s claim, every scope, inside a write under way; under a savepoint, so that a claim that
     fails (logged) rolls back alone and the write it rides with still commits."""
-    o = order
     await conn.execute("SAVEPOINT claim")
     try:
-        op = claims.claim(POSTGRES, None, o.owner, o.lease_s, o.limit, o.workflows, o.holder, o.limits)
+        op = claims.claim(POSTGRES, None, order)
         found: list[Row] = await drive(conn, op)
     except asyncpg.PostgresError:
         await conn.execute("ROLLBACK TO SAVEPOINT claim")

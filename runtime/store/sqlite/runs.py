@@ -28,10 +28,9 @@ log = logging.getLogger(__name__)
 def _claim_within(conn: sqlite3.Connection, order: ClaimOrder) -> list[Row]:
     """``order``'s claim, every scope, inside a write under way; under a savepoint, so that a claim that
     fails (logged) rolls back alone and the write it rides with still commits."""
-    o = order
     conn.execute("SAVEPOINT claim")
     try:
-        found = drive(conn, claims.claim(SQLITE, None, o.owner, o.lease_s, o.limit, o.workflows, o.holder, o.limits))
+        found = drive(conn, claims.claim(SQLITE, None, order))
     except sqlite3.Error:
         conn.execute("ROLLBACK TO claim")
         log.exception("could not claim a run in the commit that ended another; the worker claims it next")

@@ -223,6 +223,23 @@ async def test_the_queue_lists_and_takes_over_an_ended_holders_runs_in_every_sco
     assert await queue.holders(HOST) == []
 
 
+async def test_the_queue_renews_releases_and_reads_cancels_of_the_leases_it_gave_in_every_scope(
+    backend: StoreBackend,
+) -> None:
+    queue, a, b = backend.queue(), runs(backend, "alpha"), runs(backend, "beta")
+    in_a, in_b = await started(a), await started(b)
+    tokens = {c.id: c.token for c in await queue.claim("w", 30.0, 2, ["wf"])}
+    held = [(in_a, tokens[in_a]), (in_b, tokens[in_b])]
+    assert await queue.renew([*held, (in_a, tokens[in_a] + 1)], 60.0) == {in_a: "", in_b: ""}  # a stale token: none
+    await b.cancel(in_b, "enough")
+    assert await queue.cancel_requests([in_a, in_b]) == {in_b: "enough"}
+    assert await queue.renew(held, 60.0) == {in_a: "", in_b: "enough"}
+    await queue.release(held)
+    assert await queue.reap() != []  # given up: handed on at once (in_b ends cancelled, as asked)
+    assert (await a.get(in_a)).status == "queued" and (await b.get(in_b)).status == "cancelled"
+    assert await queue.renew(held, 60.0) == {}
+
+
 # -- a claim made by the commit that ends a run ----------------------------------------------------
 async def test_an_ending_commit_claims_the_next_ready_run_of_any_scope_in_its_own_transaction(
     backend: StoreBackend,
