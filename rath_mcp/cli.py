@@ -37,6 +37,7 @@ from runtime.store import StoreURL, apply_migrations, pending_migrations, resolv
 from runtime.store.sqlite import health
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from runtime.telemetry import Tracing, from_environment
+from runtime.telemetry.logs import correlate
 
 EXIT_DOMAIN_ERROR = 1
 EXIT_USAGE = 2
@@ -313,10 +314,13 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
 def _traces() -> Tracing:
     """The tracing the ``OTEL_*`` environment asks for; without the ``otel`` extra, one line and none."""
     try:
-        return from_environment()
+        traces = from_environment()
     except MissingExtraError as exc:
         note(f"traces are off: {exc}")
         return Tracing()
+    for handler in logging.getLogger().handlers:  # each log line written in a span names it
+        correlate(traces, handler)
+    return traces
 
 
 async def _stop_traces(traces: Tracing) -> None:

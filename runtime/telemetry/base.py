@@ -88,5 +88,9 @@ class Tracing:
         """The current trace's id (32 hex digits), or ``None`` outside a recorded span."""
         return None
 
+    def ids(self) -> tuple[str, str] | None:
+        """The current span's trace id and span id (hex), or ``None`` outside a recorded span."""
+        return None
+
     def shutdown(self) -> None:
         """Send what is still buffered and stop (bounded: a collector that hangs never holds up a stop)."""

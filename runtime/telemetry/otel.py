@@ -137,8 +137,14 @@ class OtelTracing(Tracing):
         return carrier
 
     def trace_id(self) -> str | None:
+        found = self.ids()
+        return found[0] if found else None
+
+    def ids(self) -> tuple[str, str] | None:
         context = trace.get_current_span().get_span_context()
-        return trace.format_trace_id(context.trace_id) if context.is_valid else None
+        if not context.is_valid:
+            return None
+        return trace.format_trace_id(context.trace_id), trace.format_span_id(context.span_id)
 
     def shutdown(self) -> None:
         """Flush and stop in a helper thread, waited for at most ``SHUTDOWN_WAIT_S``: the SDK's own wait
