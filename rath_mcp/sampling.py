@@ -43,6 +43,7 @@ from runtime import Runtime
 from runtime.durable import current_run_id
 from runtime.providers import ModelRequest, ModelResponse, NoSamplingClient, ProviderError, SamplingProvider
 from runtime.providers.sampling import response_from_sampling, sampling_params
+from runtime.telemetry import Tracing
 
 MAX_REMEMBERED = 16
 
@@ -64,7 +65,9 @@ class _Watcher:
 class ClientSampling:
     """Routes ``ModelRequest``s to a connected client's ``sampling/createMessage``."""
 
-    def __init__(self, queue: SamplingQueue | None = None) -> None:
+    def __init__(self, queue: SamplingQueue | None = None, *, tracing: Tracing | None = None) -> None:
+        """``tracing``: each request carries the model call's span in ``_meta`` (SEP-414) when it is on."""
+        self.tracing = tracing or Tracing()
         self._clients: dict[int, _Client] = {}  # by connection, oldest first
         self._watchers: dict[str, list[_Watcher]] = {}  # run id -> handshake-era clients waiting on it
         self.queue = queue or SamplingQueue()
@@ -151,8 +154,11 @@ class ClientSampling:
     ) -> ModelResponse:
         """Ask over ``session``; on the channel of tool call ``related`` when given (every transport has it)."""
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
+        params = to_params(request, with_tools=tools)
+        if carrier := self.tracing.headers():  # a client that traces too puts its model's work in our trace
+            params = params.model_copy(update={"meta": {**(params.meta or {}), **carrier}})
         result = await session.send_request(
-            CreateMessageRequest(params=to_params(request, with_tools=tools)),
+            CreateMessageRequest(params=params),
             CreateMessageResultWithTools,
             metadata=metadata,
         )
@@ -171,7 +177,7 @@ def from_result(result: CreateMessageResultWithTools, request: ModelRequest) -> 
 
 def install(server: MCPServer, rt: Runtime) -> ClientSampling:
     """Make ``sampling`` a provider of ``rt`` answered by this server's clients."""
-    sampling = ClientSampling()
+    sampling = ClientSampling(tracing=rt.providers.tracing)
     server.middleware.append(sampling.observe)
     rt.providers.register("sampling", SamplingProvider(sampling))
     return sampling
