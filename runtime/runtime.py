@@ -26,6 +26,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from runtime.artifacts.blobs import BlobStore, open_blob_store, resolve_artifacts_url
+from runtime.artifacts.service import ArtifactService
 from runtime.backend import StoreBackend
 from runtime.durable.engine import POLL_S, Engine
 from runtime.durable.registry import WorkflowRegistry
@@ -86,6 +88,7 @@ class ScopeServices:
     runs: RunService
     memory: MemoryService
     sandboxes: SandboxRegistry
+    artifacts: ArtifactService
 
 
 def workspaces_dir(home: Path, tenant: str, project: str) -> Path:
@@ -125,9 +128,11 @@ class Runtime:
         lease_s: float = 30.0,
         poll_s: float = POLL_S,
         worker_slots: int = 0,
+        blobs: BlobStore | None = None,
     ) -> None:
         self.home = home
         self.store = store
+        self.blobs = blobs or open_blob_store(resolve_artifacts_url(None, home))  # where artifacts' bytes live
         self.task_group = task_group
         self.workflows = WorkflowRegistry()
         for workflow in builtin_workflows():
@@ -181,6 +186,9 @@ class Runtime:
             runs=RunService(self.engine, self._run_store(tenant, project), sessions),
             memory=MemoryService(self.store.memory(tenant, project), sessions),
             sandboxes=sandboxes,
+            artifacts=ArtifactService(
+                self.store.artifacts(tenant, project), self.blobs, tenant, project, sessions, sandboxes
+            ),
         )
 
     def _run_store(self, tenant: str, project: str) -> RunStore:
@@ -234,6 +242,10 @@ class Runtime:
     def sandboxes(self) -> SandboxRegistry:
         return self.scoped().sandboxes
 
+    @property
+    def artifacts(self) -> ArtifactService:
+        return self.scoped().artifacts
+
     async def _close_scopes(self) -> None:
         with anyio.CancelScope(shield=True):
             for services in list(self._scopes.values()):
@@ -256,6 +268,7 @@ class Runtime:
         opensandbox: OpenSandboxSettings | dict[str, Any] | None = None,
         create: bool = True,
         sandbox_policy: SandboxPolicy | None = None,
+        artifacts: str | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -269,6 +282,8 @@ class Runtime:
         ``sandbox``: the default sandbox backend of new placements (``local`` or ``opensandbox``);
         ``opensandbox``: how to reach an OpenSandbox server (``OpenSandboxSettings`` or its fields).
         ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
+        ``artifacts``: where artifacts' bytes go (``file:///DIR`` or ``s3://BUCKET/PREFIX``; default
+        ``$RATH_ARTIFACTS``, else ``HOME/artifacts``).
         """
         check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
         check_scope_name("project", project)
@@ -287,6 +302,7 @@ class Runtime:
         if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
             sandbox_policy = load_policy(root)
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
+        blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
@@ -303,6 +319,7 @@ class Runtime:
                     lease_s=lease_s,
                     poll_s=poll_s,
                     worker_slots=workers,
+                    blobs=blobs,
                 )
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if workers:

@@ -25,10 +25,12 @@ LAZY_PACKAGES = [
     "runtime.sessions",
     "runtime.memory",
     "runtime.access",
+    "runtime.artifacts",
 ]
 
 # Loaded by the steps, commands and transports that use them, never by a stdio server's start.
 NOT_AT_START = [
+    "runtime.artifacts.s3",
     "runtime.flow.agent",
     "runtime.flow.tools",
     "runtime.flow.mcp_tools",

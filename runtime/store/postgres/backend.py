@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
+from runtime.store.core.artifacts import CoreArtifactStore
 from runtime.store.core.memory import CoreMemoryStore
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
@@ -40,6 +41,9 @@ class PostgresBackend:
 
     def memory(self, tenant: str, project: str) -> CoreMemoryStore:
         return CoreMemoryStore(self.ex, recall, tenant, project)
+
+    def artifacts(self, tenant: str, project: str) -> CoreArtifactStore:
+        return CoreArtifactStore(self.ex, tenant, project)
 
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)

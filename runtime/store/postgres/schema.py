@@ -257,5 +257,30 @@ ACCESS = [
 ]
 """Tokens (hashes only), the audit trail, and a partial index for the metrics' step durations."""
 
-ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS]
+ARTIFACTS = [
+    Migration(
+        "0400_artifacts",
+        """
+        CREATE TABLE artifacts (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            name TEXT NOT NULL,
+            size BIGINT NOT NULL,
+            sha256 TEXT NOT NULL,
+            mime_type TEXT NOT NULL,
+            session_id TEXT COLLATE "C",
+            run_id TEXT COLLATE "C",
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX artifacts_scope ON artifacts (tenant, project, id);
+        CREATE INDEX artifacts_content ON artifacts (tenant, project, sha256);
+        CREATE INDEX artifacts_session ON artifacts (tenant, project, session_id, id);
+        CREATE INDEX artifacts_run ON artifacts (tenant, project, run_id, id);
+        """,
+    ),
+]
+"""Artifact metadata (the bytes are in the blob store, ``runtime.artifacts``), as on SQLite."""
+
+ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS]
 """Every PostgreSQL migration, in the order they apply (names are never reused or reordered)."""

@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from runtime.errors import StoreError
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
+from runtime.store.core.artifacts import CoreArtifactStore
 from runtime.store.core.memory import CoreMemoryStore
 from runtime.store.sqlite import guard, health, recall
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
@@ -41,6 +42,9 @@ class SQLiteBackend:
 
     def memory(self, tenant: str, project: str) -> CoreMemoryStore:
         return CoreMemoryStore(self.ex, recall, tenant, project)
+
+    def artifacts(self, tenant: str, project: str) -> CoreArtifactStore:
+        return CoreArtifactStore(self.ex, tenant, project)
 
     def queue(self) -> SQLiteRunQueue:
         return SQLiteRunQueue(self.db)

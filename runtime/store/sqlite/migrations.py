@@ -7,8 +7,9 @@ migrations at the end of a layer's list.
 
 from runtime.store.migration import Migration
 from runtime.store.sqlite.schema.access import MIGRATIONS as ACCESS
+from runtime.store.sqlite.schema.artifacts import MIGRATIONS as ARTIFACTS
 from runtime.store.sqlite.schema.durable import MIGRATIONS as DURABLE
 from runtime.store.sqlite.schema.memory import MIGRATIONS as MEMORY
 from runtime.store.sqlite.schema.sessions import MIGRATIONS as SESSIONS
 
-ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS]
+ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS]

@@ -1,0 +1,197 @@
+"""``ArtifactService``: keep files beyond their sandbox, in one tenant/project (``rt.artifacts``).
+
+Saving writes the bytes first (to the blob store, atomically, under the content's address) and the
+metadata row only once they are durable, so a crash in between leaves at most bytes no row names,
+never a row without its bytes. Reading another scope's artifact is "not found", in the words a
+random id gets. Deleting removes the row, and the bytes when no other artifact of the scope names
+the same content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import posixpath
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from runtime.artifacts.blobs import BlobStore
+from runtime.artifacts.model import CHUNK, Artifact, ArtifactRecords, blob_key
+from runtime.errors import InvalidInputError, NotFoundError
+from runtime.ids import is_id, new_id, now
+
+if TYPE_CHECKING:
+    from runtime.sandbox.registry import SandboxRegistry
+    from runtime.sessions.service import SessionService
+
+MAX_BYTES = 1024**3
+"""An artifact's size limit by default (1 GiB)."""
+NAME_CHARS = 255
+
+
+class ArtifactService:
+    """The artifacts of one tenant/project: bytes in ``blobs``, metadata in ``records``."""
+
+    def __init__(
+        self,
+        records: ArtifactRecords,
+        blobs: BlobStore,
+        tenant: str,
+        project: str,
+        sessions: SessionService,
+        sandboxes: SandboxRegistry,
+        *,
+        max_bytes: int = MAX_BYTES,
+        quota_bytes: int | None = None,
+    ) -> None:
+        self.records = records
+        self.blobs = blobs
+        self.tenant = tenant
+        self.project = project
+        self.sessions = sessions
+        self.sandboxes = sandboxes
+        self.max_bytes = max_bytes
+        self.quota_bytes = quota_bytes
+
+    async def save(
+        self,
+        data: bytes | Path,
+        *,
+        name: str,
+        mime_type: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Artifact:
+        """Keep ``data`` (bytes, or a local file's content) as a new artifact named ``name``."""
+        name = _check_name(name)
+        if isinstance(data, Path):
+            size, sha = await anyio.to_thread.run_sync(_hash_file, data, self.max_bytes)
+        else:
+            size, sha = len(data), hashlib.sha256(data).hexdigest()
+        self._check_size(name, size)
+        if self.quota_bytes is not None:
+            used = await self.records.total_size()
+            if used + size > self.quota_bytes:
+                raise InvalidInputError(
+                    f"saving {name!r} ({size} bytes) would take this tenant/project to {used + size} bytes of "
+                    f"artifacts, over its quota of {self.quota_bytes}: delete some with artifact_delete first"
+                )
+        key = blob_key(self.tenant, self.project, sha)
+        if not await self.blobs.exists(key):
+            await self.blobs.put(key, data)
+        artifact = Artifact(
+            id=new_id("art"),
+            tenant=self.tenant,
+            project=self.project,
+            name=name,
+            size=size,
+            sha256=sha,
+            mime_type=mime_type or guess_mime_type(name, data if isinstance(data, bytes) else None),
+            session_id=session_id,
+            run_id=run_id,
+            created_at=now(),
+        )
+        await self.records.add(artifact)  # only now that the bytes are durable
+        if not await self.blobs.exists(key):  # a delete of the last other artifact of this content raced us
+            await self.blobs.put(key, data)
+        return artifact
+
+    async def save_from_session(self, session_id: str, path: str, *, run_id: str | None = None) -> Artifact:
+        """Keep a file of a session's sandbox workspace: the sandbox's own path checks apply (no
+        absolute path, no ``..`` or symlink out of the workspace, not a directory, within its read limit)."""
+        info = await self.sessions.info(session_id)
+        sandbox = await self.sandboxes.get(info.placement)
+        data = await sandbox.read_file(path)
+        return await self.save(
+            data, name=posixpath.basename(path.rstrip("/")) or path, session_id=session_id, run_id=run_id
+        )
+
+    async def get(self, artifact_id: str) -> Artifact:
+        found = await self.records.get(artifact_id) if is_id(artifact_id, "art") else None
+        if found is None:
+            raise NotFoundError(f"artifact {artifact_id} not found (artifact_list shows the ones there are)")
+        return found
+
+    async def read(self, artifact_id: str) -> tuple[Artifact, bytes]:
+        artifact = await self.get(artifact_id)
+        return artifact, await self.blobs.read(artifact.key)
+
+    async def stream(self, artifact_id: str) -> tuple[Artifact, AsyncIterator[bytes]]:
+        artifact = await self.get(artifact_id)
+        return artifact, self.blobs.stream(artifact.key)
+
+    async def list(
+        self,
+        *,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> tuple[Sequence[Artifact], str | None]:
+        """A page, oldest first, and the cursor of the next page (None on the last)."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInputError(f"limit must be 1 to 1000 (got {limit})")
+        page = await self.records.list(session_id=session_id, run_id=run_id, after=cursor, limit=limit + 1)
+        more = len(page) > limit
+        page = page[:limit]
+        return page, (page[-1].id if more else None)
+
+    async def delete(self, artifact_id: str) -> Artifact:
+        """Remove an artifact; its bytes too when no other artifact of this tenant/project has them."""
+        gone, left = await self.records.delete(artifact_id) if is_id(artifact_id, "art") else (None, 0)
+        if gone is None:
+            raise NotFoundError(f"artifact {artifact_id} not found (artifact_list shows the ones there are)")
+        if left == 0:
+            await self.blobs.delete(gone.key)
+        return gone
+
+    def _check_size(self, name: str, size: int) -> None:
+        if size > self.max_bytes:
+            raise InvalidInputError(f"{name!r} is {size} bytes, over the artifact size limit of {self.max_bytes} bytes")
+
+
+def _check_name(name: str) -> str:
+    if not name or len(name) > NAME_CHARS or "/" in name or "\x00" in name:
+        raise InvalidInputError(f"an artifact name must be 1 to {NAME_CHARS} characters with no '/' (got {name!r})")
+    return name
+
+
+def _hash_file(path: Path, limit: int) -> tuple[int, str]:
+    if not path.is_file():
+        raise InvalidInputError(f"{str(path)!r} is not a file")
+    digest, size = hashlib.sha256(), 0
+    with path.open("rb") as source:
+        while piece := source.read(CHUNK):
+            digest.update(piece)
+            size += len(piece)
+            if size > limit:
+                break
+    return size, digest.hexdigest()
+
+
+def guess_mime_type(name: str, data: bytes | None) -> str:
+    """By the name's extension; else ``text/plain`` for UTF-8 text, ``application/octet-stream`` for other bytes."""
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    if guessed:
+        return guessed
+    if data is not None:
+        try:
+            data[:65536].decode("utf-8")
+        except UnicodeDecodeError:
+            return "application/octet-stream"
+        return "text/plain"
+    return "application/octet-stream"
+
+
+def is_text(mime_type: str) -> bool:
+    """Whether content of this type is served as text (else as a base64 blob)."""
+    return mime_type.startswith("text/") or mime_type in (
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-ndjson",
+        "application/yaml",
+    )

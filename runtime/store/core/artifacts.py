@@ -1,0 +1,91 @@
+"""The artifact rows (``runtime.artifacts.model.ArtifactRecords``) written once for both backends.
+
+One table, ``artifacts``: an artifact's metadata, scoped by tenant/project like every other row.
+Its bytes are not here but in the blob store, under a key of the scope and the content's sha256;
+``delete`` says how many rows of the scope still name that content in the same transaction that
+removes the row, so the caller removes the bytes only when nothing refers to them any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.artifacts.model import COLUMNS, Artifact
+from runtime.errors import StoreError
+from runtime.store.core.dialect import Dialect
+from runtime.store.core.statements import Duplicate, Executor, Op, none, one, rows, value
+
+_INSERT = f"INSERT INTO artifacts ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"
+_GET = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ? AND id = ?"
+_REFS = "SELECT count(*) FROM artifacts WHERE tenant = ? AND project = ? AND sha256 = ?"
+
+
+def add_artifact(d: Dialect, artifact: Artifact) -> Op[None]:
+    try:
+        yield none(_INSERT, *artifact.row())
+    except Duplicate as exc:
+        raise StoreError(f"an artifact {artifact.id} exists already") from exc
+
+
+def get_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> Op[Artifact | None]:
+    row = yield one(_GET, tenant, project, artifact_id)
+    return None if row is None else Artifact.from_row(row)
+
+
+def list_artifacts(
+    d: Dialect,
+    tenant: str,
+    project: str,
+    session_id: str | None,
+    run_id: str | None,
+    after: str | None,
+    limit: int,
+) -> Op[list[Artifact]]:
+    sql = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ?"
+    args: list[object] = [tenant, project]
+    for column, wanted in (("session_id", session_id), ("run_id", run_id), ("id >", after)):
+        if wanted is not None:
+            sql += f" AND {column}{'' if column.endswith('>') else ' ='} ?"
+            args.append(wanted)
+    found = yield rows(sql + " ORDER BY id LIMIT ?", *args, limit)
+    return [Artifact.from_row(r) for r in found]
+
+
+def delete_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> Op[tuple[Artifact | None, int]]:
+    gone = yield from get_artifact(d, tenant, project, artifact_id)
+    if gone is None:
+        return None, 0
+    yield none("DELETE FROM artifacts WHERE tenant = ? AND project = ? AND id = ?", tenant, project, artifact_id)
+    left = yield value(_REFS, tenant, project, gone.sha256)
+    return gone, int(left or 0)
+
+
+def total_size(d: Dialect, tenant: str, project: str) -> Op[int]:
+    total = yield value("SELECT sum(size) FROM artifacts WHERE tenant = ? AND project = ?", tenant, project)
+    return int(total or 0)
+
+
+class CoreArtifactStore:
+    """The artifact rows of one tenant/project, on a backend's executor."""
+
+    def __init__(self, ex: Executor, tenant: str, project: str) -> None:
+        self.ex = ex
+        self.tenant = tenant
+        self.project = project
+
+    async def add(self, artifact: Artifact) -> None:
+        await self.ex.write(add_artifact, artifact, small=True)
+
+    async def get(self, artifact_id: str) -> Artifact | None:
+        return await self.ex.lookup(get_artifact, self.tenant, self.project, artifact_id)
+
+    async def list(
+        self, *, session_id: str | None, run_id: str | None, after: str | None, limit: int
+    ) -> Sequence[Artifact]:
+        return await self.ex.read(list_artifacts, self.tenant, self.project, session_id, run_id, after, limit)
+
+    async def delete(self, artifact_id: str) -> tuple[Artifact | None, int]:
+        return await self.ex.write(delete_artifact, self.tenant, self.project, artifact_id, small=True)
+
+    async def total_size(self) -> int:
+        return await self.ex.read(total_size, self.tenant, self.project)

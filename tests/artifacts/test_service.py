@@ -1,0 +1,88 @@
+"""``rt.artifacts`` over a real runtime, the same tests on ``file://`` and ``s3://`` (SeaweedFS): save, read
+back byte-equal, list, dedup, delete, scope, limits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runtime import Runtime
+from runtime.artifacts.blobs import open_blob_store
+from runtime.errors import InvalidInputError, NotFoundError
+from runtime.sandbox.base import PathEscapeError, SandboxFileNotFoundError
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_save_read_list_dedup_delete(blob_url: str, tmp_path: Path) -> None:
+    async with Runtime.open(tmp_path / "home", workers=0, artifacts=blob_url) as rt:
+        data = os.urandom(300_000)
+        first = await rt.artifacts.save(data, name="data.bin")
+        second = await rt.artifacts.save(data, name="copy.bin")  # the same bytes: one blob
+        text = await rt.artifacts.save(b"# hi\n", name="notes.md")
+        assert (first.size, first.mime_type, text.mime_type) == (300_000, "application/octet-stream", "text/markdown")
+        assert first.key == second.key and first.id != second.id
+        got, body = await rt.artifacts.read(first.id)
+        assert got == first and body == data
+        _, pieces = await rt.artifacts.stream(second.id)
+        assert b"".join([p async for p in pieces]) == data
+        page, cursor = await rt.artifacts.list(limit=2)
+        assert [a.id for a in page] == [first.id, second.id] and cursor == second.id
+        rest, end = await rt.artifacts.list(cursor=cursor)
+        assert [a.id for a in rest] == [text.id] and end is None
+
+        blobs = open_blob_store(blob_url)
+        await rt.artifacts.delete(first.id)
+        assert await blobs.exists(first.key)  # still named by the copy
+        assert (await rt.artifacts.read(second.id))[1] == data
+        await rt.artifacts.delete(second.id)
+        assert not await blobs.exists(first.key)
+        for gone in (first.id, "art_0190f3c2a1b4e5f60718293a", "nonsense"):
+            with pytest.raises(NotFoundError, match=f"artifact {gone} not found"):
+                await rt.artifacts.get(gone)
+
+        with rt.scope("other", "web"):  # another tenant: "not found", as a random id
+            with pytest.raises(NotFoundError, match=f"artifact {text.id} not found"):
+                await rt.artifacts.read(text.id)
+            with pytest.raises(NotFoundError):
+                await rt.artifacts.delete(text.id)
+            theirs = await rt.artifacts.save(b"# hi\n", name="notes.md")
+            assert theirs.key != text.key  # content is shared within a tenant/project only
+        assert (await rt.artifacts.read(text.id))[1] == b"# hi\n"
+
+
+async def test_a_workspace_file_is_saved_with_the_sandbox_s_path_checks(tmp_path: Path) -> None:
+    async with Runtime.open(tmp_path / "home", workers=0) as rt:
+        session = await rt.sessions.create([{"kind": "user", "content": "hi"}])
+        box = await rt.sandboxes.get(session.placement)
+        await box.write_file("out/report.csv", "a,b\n1,2\n")
+        saved = await rt.artifacts.save_from_session(session.id, "out/report.csv")
+        assert (saved.name, saved.mime_type, saved.session_id) == ("report.csv", "text/csv", session.id)
+        assert (await rt.artifacts.read(saved.id))[1] == b"a,b\n1,2\n"
+        with pytest.raises(PathEscapeError):
+            await rt.artifacts.save_from_session(session.id, "../../rath.db")
+        with pytest.raises(PathEscapeError):
+            await rt.artifacts.save_from_session(session.id, "/etc/passwd")
+        with pytest.raises(SandboxFileNotFoundError):
+            await rt.artifacts.save_from_session(session.id, "missing.txt")
+        with pytest.raises(Exception, match="director"):
+            await rt.artifacts.save_from_session(session.id, "out")
+        page, _ = await rt.artifacts.list(session_id=session.id)
+        assert [a.id for a in page] == [saved.id]
+
+
+async def test_the_size_limit_and_quota_refuse_before_anything_is_written(tmp_path: Path) -> None:
+    async with Runtime.open(tmp_path / "home", workers=0) as rt:
+        service = rt.artifacts
+        service.max_bytes, service.quota_bytes = 10, 15
+        with pytest.raises(InvalidInputError, match="over the artifact size limit of 10 bytes"):
+            await service.save(b"x" * 11, name="big")
+        await service.save(b"x" * 10, name="a")
+        with pytest.raises(InvalidInputError, match="over its quota of 15"):
+            await service.save(b"y" * 6, name="b")
+        assert [a.name for a in (await service.list())[0]] == ["a"]
+        assert sorted(p.name for p in (tmp_path / "home" / "artifacts").rglob("*") if p.is_file()) == [
+            (await service.list())[0][0].sha256
+        ]
