@@ -30,6 +30,7 @@ from rath_mcp.shell import existing_store, note, store_name, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
 from runtime.errors import SchemaBehindError
 from runtime.extras import MissingExtraError
+from runtime.memory.embed import resolve_spec
 from runtime.providers import configuration_problem
 from runtime.runtime import check_scope_name
 from runtime.sandbox.policy import SandboxPolicy, load_policy, parse_size
@@ -149,6 +150,14 @@ LEASE_HELP = (
 )
 
 
+def _embedder_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--embedder",
+        metavar="local|openai[:MODEL]|none",
+        help="embeds memory for semantic recall (default: config.json memory.embedder, else local when installed)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
     parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
@@ -170,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     local_scope = "of the local caller (stdio, --auth none)"
     p.add_argument("--tenant", type=_scope_name("tenant"), default="local", help=f"tenant {local_scope}")
     p.add_argument("--project", type=_scope_name("project"), default="default", help=f"project {local_scope}")
+    _embedder_arg(p)
     _sandbox_args(p)
     _home_arg(p)
 
@@ -183,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
+    _embedder_arg(p)
     _sandbox_args(p)
     _home_arg(p)
 
@@ -298,6 +309,7 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         lease_s=args.lease_s,
         sandbox=args.sandbox,
         sandbox_policy=policy,
+        embedder=resolve_spec(args.embedder, home),
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
@@ -432,7 +444,12 @@ async def _worker(args: argparse.Namespace) -> int:
 
 async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy) -> int:
     async with Runtime.open(
-        home, store=args.store, workers=args.workers, lease_s=args.lease_s, sandbox_policy=policy
+        home,
+        store=args.store,
+        workers=args.workers,
+        lease_s=args.lease_s,
+        sandbox_policy=policy,
+        embedder=resolve_spec(args.embedder, home),
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         store = store_name(resolve_store(args.store, home))

@@ -17,6 +17,7 @@ from runtime.errors import UsageError
 EXTRAS: dict[str, str] = {
     "postgres": "the PostgreSQL store (postgresql://… store URLs)",
     "otel": "tracing (OTEL_EXPORTER_OTLP_ENDPOINT: OpenTelemetry traces over OTLP/HTTP)",
+    "embeddings": "semantic memory recall (--embedder local or openai)",
     "s3": "the S3 artifact store (s3://BUCKET/PREFIX artifact URLs)",
 }
 

@@ -35,6 +35,8 @@ from runtime.durable.service import RunService
 from runtime.durable.store import RunStore
 from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError, StoreError
+from runtime.memory.embed import make_embedder
+from runtime.memory.semantic import Semantic
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.local import resolve_isolation
@@ -128,6 +130,7 @@ class Runtime:
         lease_s: float = 30.0,
         poll_s: float = POLL_S,
         worker_slots: int = 0,
+        semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
     ) -> None:
         self.home = home
@@ -157,6 +160,7 @@ class Runtime:
             "policy": sandbox_policy,
         }
         self._scopes: dict[tuple[str, str], ScopeServices] = {}
+        self.semantic = semantic  # the embedder and vector indexes (None: keyword recall only)
         # One variable per runtime: two runtimes in one process never see each other's scope.
         self._current: ContextVar[tuple[str, str]] = ContextVar(f"rath_scope_{id(self):x}", default=(tenant, project))
         self.scoped(tenant, project)
@@ -184,7 +188,7 @@ class Runtime:
             project=project,
             sessions=sessions,
             runs=RunService(self.engine, self._run_store(tenant, project), sessions),
-            memory=MemoryService(self.store.memory(tenant, project), sessions),
+            memory=MemoryService(self.store.memory(tenant, project), sessions, self.semantic, (tenant, project)),
             sandboxes=sandboxes,
             artifacts=ArtifactService(
                 self.store.artifacts(tenant, project), self.blobs, tenant, project, sessions, sandboxes
@@ -269,6 +273,7 @@ class Runtime:
         create: bool = True,
         sandbox_policy: SandboxPolicy | None = None,
         artifacts: str | None = None,
+        embedder: str | None = "none",
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -301,6 +306,7 @@ class Runtime:
             await anyio.to_thread.run_sync(make_home, root)
         if sandbox_policy is None:  # a bad sandbox section in config.json is a plain error, before the store opens
             sandbox_policy = load_policy(root)
+        made = make_embedder(embedder)  # ``embedder``: local, openai[:MODEL], none, or None for the default
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
@@ -319,9 +325,12 @@ class Runtime:
                     lease_s=lease_s,
                     poll_s=poll_s,
                     worker_slots=workers,
+                    semantic=None if made is None else Semantic(made),
                     blobs=blobs,
                 )
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
+                if rt.semantic is not None:  # embeds what is not embedded yet, then each write's items
+                    tg.start_soon(rt.semantic.run, rt.memory.store.vectors())
                 if workers:
                     tg.start_soon(partial(run_worker, rt.engine, slots=workers))
                 try:

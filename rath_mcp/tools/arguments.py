@@ -106,6 +106,10 @@ TimeoutS = Annotated[float, Field(ge=0, le=MAX_WAIT_S, description=f"seconds to 
 DeadlineS = Annotated[
     float | None, Field(gt=0, le=MAX_DEADLINE_S, description="seconds the run may take before it is timed out")
 ]
+RecallMode = Annotated[
+    Literal["keyword", "semantic", "hybrid"] | None,
+    Field(description="keyword (BM25), semantic (embeddings) or hybrid (both, fused); default hybrid with an embedder"),
+]
 RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled", "timed_out", "needs_review"]
 
 

@@ -1,4 +1,4 @@
-"""Memory tools: remember, recall (BM25, best first, score > 0 only), commit a session, forget."""
+"""Memory tools: remember, recall (keyword, semantic or hybrid; best first, score > 0), list, commit, forget."""
 
 from __future__ import annotations
 
@@ -9,11 +9,22 @@ from pydantic import Field
 
 from rath_mcp.errors import translate_tool
 from rath_mcp.models import WireModel
-from rath_mcp.tools.arguments import QUERY_CHARS, URI_CHARS, MemoryId, MemoryPath, SessionId, Tags, Text
+from rath_mcp.tools.arguments import (
+    QUERY_CHARS,
+    URI_CHARS,
+    MemoryId,
+    MemoryPath,
+    RecallMode,
+    SessionId,
+    Tags,
+    Text,
+)
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from runtime import InvalidInputError, Runtime
 
 Scope = Literal["user", "agent", "session", "resources"]
+Mode = Literal["keyword", "semantic", "hybrid"]
+Match = Literal["keyword", "semantic", "both"]
 
 
 class Remembered(WireModel):
@@ -26,7 +37,10 @@ class Remembered(WireModel):
 class Hit(WireModel):
     memory_id: str
     uri: str
-    score: float = Field(description="BM25 relevance, always > 0; higher is better")
+    score: float = Field(
+        description="always > 0, higher is better: BM25 (keyword), cosine (semantic) or the fused rank score (hybrid)"
+    )
+    match: Match = Field(description="what found it: the words (keyword), the meaning (semantic), or both")
     snippet: str
     tags: list[str]
     source: str | None
@@ -34,7 +48,8 @@ class Hit(WireModel):
 
 class Recall(WireModel):
     query: str
-    hits: list[Hit] = Field(description="best first; only items sharing a word with the query")
+    mode: Mode
+    hits: list[Hit] = Field(description="best first; in keyword mode only items sharing a word with the query")
 
 
 class Committed(WireModel):
@@ -69,16 +84,21 @@ def register(server: MCPServer, rt: Runtime) -> None:
         query: Annotated[str, Field(max_length=QUERY_CHARS, description="the words to look for")],
         k: Annotated[int, Field(ge=1, le=100)] = 5,
         scope: Scope | None = None,
+        mode: RecallMode = None,
     ) -> Recall:
-        """Find the remembered items that best match a query (BM25), best first."""
-        hits = await rt.memory.recall(query, k=k, scope=scope)
+        """Find the remembered items that best match a query, best first: by its words (keyword, BM25), its
+        meaning (semantic, embeddings), or both fused (hybrid: the default when the server has an embedder)."""
+        chosen = mode or ("keyword" if rt.memory.semantic is None else "hybrid")
+        hits = await rt.memory.recall(query, k=k, scope=scope, mode=chosen)
         return Recall(
             query=query,
+            mode=chosen,
             hits=[
                 Hit(
                     memory_id=h.memory_id,
                     uri=h.uri,
                     score=h.score,
+                    match=h.match,  # type: ignore[arg-type]  # the service says only these three
                     snippet=h.snippet,
                     tags=list(h.tags),
                     source=h.source,

@@ -66,7 +66,7 @@ class MemoryItem(_Frozen):
 
 
 class MemoryHit(_Frozen):
-    """A recall result: which item, how well it matched (BM25, always > 0) and where."""
+    """A recall result: which item, how well it matched (always > 0: BM25, cosine or fused), where, and by what."""
 
     memory_id: str
     uri: str
@@ -74,6 +74,7 @@ class MemoryHit(_Frozen):
     snippet: str
     tags: tuple[str, ...] = ()
     source: str | None = None
+    match: str = "keyword"  # keyword, semantic or both (CONTRACT §13)
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -30,10 +30,14 @@ from runtime.memory.model import (
     make_uri,
     parse_uri,
 )
-from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
+from runtime.memory.semantic import Semantic, fuse
+from runtime.memory.store import SUPERSEDED, Found, MemoryStore, NewMemory
 from runtime.sessions.service import SessionService
 
 MAX_K = 100
+MODES = ("keyword", "semantic", "hybrid")
+DEPTH = 50
+"""How deep each ranking is read for a hybrid recall: fusion finds an item ranked well by either."""
 MAX_QUERY_TERMS = 128  # a pasted document as a query: its first 128 distinct terms are plenty, and cheap
 #: Characters of content one recall scans for its snippets, shared among its hits (each gets at least
 #: SNIPPET_MIN_SCAN): a snippet is cut on the event loop, and k long items must not hold it up.
@@ -60,9 +64,21 @@ def _check_memory_id(memory_id: str) -> str:
 class MemoryService:
     """Persistent memory of one tenant/project, shared by every agent and process on the same store."""
 
-    def __init__(self, store: MemoryStore, sessions: SessionService) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        sessions: SessionService,
+        semantic: Semantic | None = None,
+        scope: tuple[str, str] = ("local", "default"),
+    ) -> None:
         self.store = store
         self.sessions = sessions
+        self.semantic = semantic  # None: no embedder, keyword recall only
+        self._key = scope
+
+    def _written(self) -> None:
+        if self.semantic is not None:
+            self.semantic.wake()
 
     async def remember(
         self,
@@ -86,15 +102,21 @@ class MemoryService:
             source=_check_source(source),
             id=memory_id,
         )
-        return (await self.store.put([new]))[0]
+        stored = (await self.store.put([new]))[0]
+        self._written()
+        return stored
 
-    async def recall(self, query: str, *, k: int = 5, scope: str | None = None) -> builtins.list[MemoryHit]:
-        """The ``k`` items that best match ``query`` (BM25, any word may match), best first.
+    async def recall(
+        self, query: str, *, k: int = 5, scope: str | None = None, mode: str | None = None
+    ) -> builtins.list[MemoryHit]:
+        """The ``k`` items that best match ``query``, best first, each with a score > 0.
 
-        Only items sharing at least one term with the query are returned, each with a score > 0.
-        A query with no searchable words (only punctuation, say) has no hits; a very long query
-        counts its first ``MAX_QUERY_TERMS`` distinct terms. A snippet of a very long item is found in its
-        first ``SNIPPET_SCAN`` characters divided among the hits.
+        ``mode`` (default ``hybrid`` with an embedder, else ``keyword``): ``keyword`` ranks by BM25
+        and returns only items sharing at least one term with the query (a query with no searchable
+        words has no hits; a very long one counts its first ``MAX_QUERY_TERMS`` distinct terms);
+        ``semantic`` ranks by the cosine of the embeddings (items not embedded yet are not found);
+        ``hybrid`` fuses the two rankings by reciprocal rank fusion (``semantic.fuse``). A snippet of
+        a very long item is found in its first ``SNIPPET_SCAN`` characters divided among the hits.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("recall needs a non-empty query: the words to look for")
@@ -102,8 +124,25 @@ class MemoryService:
             raise InvalidInputError(f"k must be a whole number from 1 to {MAX_K} (got {k!r})")
         if scope is not None:
             check_scope(scope)
+        mode = mode or ("keyword" if self.semantic is None else "hybrid")
+        if mode not in MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(MODES)} (got {mode!r})")
+        if mode != "keyword" and self.semantic is None:
+            raise InvalidInputError(
+                f"{mode} recall needs an embedder: serve with --embedder local or openai, or use mode=keyword"
+            )
         terms = text.query_terms(query)[:MAX_QUERY_TERMS]
-        found = await self.store.search(terms, k, scope)
+        matched: builtins.list[tuple[Found, str]]
+        if mode == "keyword":
+            matched = [(f, "keyword") for f in await self.store.search(terms, k, scope)]
+        else:
+            assert self.semantic is not None
+            near = await self.semantic.search(self.store, self._key, query, max(k, DEPTH), scope)
+            if mode == "semantic":
+                matched = [(f, "semantic") for f in near[:k]]
+            else:
+                matched = fuse(await self.store.search(terms, max(k, DEPTH), scope), near, k)
+        found = [f for f, _ in matched]
         scan = max(SNIPPET_MIN_SCAN, SNIPPET_SCAN // max(1, len(found)))
 
         def snippets() -> builtins.list[str]:
@@ -114,9 +153,15 @@ class MemoryService:
         cut = snippets() if scanned <= INLINE_SNIPPET_SCAN else await anyio.to_thread.run_sync(snippets)
         return [
             MemoryHit(
-                memory_id=f.item.id, uri=f.item.uri, score=f.score, snippet=s, tags=f.item.tags, source=f.item.source
+                memory_id=f.item.id,
+                uri=f.item.uri,
+                score=f.score,
+                snippet=s,
+                tags=f.item.tags,
+                source=f.item.source,
+                match=how,
             )
-            for f, s in zip(found, cut, strict=True)
+            for (f, how), s in zip(matched, cut, strict=True)
         ]
 
     async def get(self, memory_id: str) -> MemoryItem:
@@ -199,6 +244,7 @@ class MemoryService:
             if t
         ]
         stored = await self.store.put([archive, *extracted], supersede=superseded)
+        self._written()
         return CommitResult(
             archived_uri=archived_uri,
             extracted_count=len(extracted),

@@ -28,7 +28,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from runtime.memory.model import MemoryItem
 
@@ -57,6 +57,22 @@ class Found:
     score: float
 
 
+class VectorStore(Protocol):
+    """Every space's vectors (unscoped: one embedding task serves every tenant/project)."""
+
+    async def pending(self, model: str, after: int, limit: int) -> list[Any]:
+        """Rows (``seq``, ``digest``, ``content``, ``tags``) of items after ``after`` not embedded by ``model``."""
+        ...
+
+    async def save(self, model: str, made: Sequence[tuple[int, str, float, bytes]]) -> int:
+        """Store vectors (``seq``, digest embedded, scale, int8 bytes) of items still holding that content."""
+        ...
+
+    async def count(self, model: str) -> tuple[int, int]:
+        """Live items, and those embedded by ``model``."""
+        ...
+
+
 class MemoryStore(Protocol):
     """What the memory service needs from a store. Every call is scoped to one tenant/project."""
 
@@ -69,6 +85,10 @@ class MemoryStore(Protocol):
     async def delete(
         self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None
     ) -> int: ...
+    # Semantic recall (``runtime.memory.semantic``; the vectors are ``runtime.store.core.vectors``'):
+    async def vectors_since(self, model: str, horizon: int) -> tuple[int, list[tuple[Any, ...]]]: ...
+    async def embedded(self, model: str, seqs: Sequence[int]) -> dict[int, MemoryItem]: ...
+    def vectors(self) -> VectorStore: ...
 
 
 def content_digest(content: str) -> str:

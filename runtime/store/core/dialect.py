@@ -35,6 +35,10 @@ class Dialect:
     #: whether a small point read runs in place on the event loop (``Executor.lookup``; SQLite): worth a
     #: cheap size check first. Elsewhere a lookup is a read like any other, so no check is made.
     point_reads: bool = False
+    #: the stamp of a vector written now, and (a SELECT) the horizon a reader asks from next time:
+    #: every vector it has not seen is stamped at or after it (``runtime.store.core.vectors``)
+    stamp_next: str = "(SELECT coalesce(max(stamp), 0) + 1 FROM memory_vectors)"
+    stamp_horizon: str = "SELECT coalesce(max(stamp), 0) + 1 FROM memory_vectors"
 
     def indexed_by(self, index: str) -> str:
         """`` INDEXED BY index`` where the dialect has it, else nothing (PostgreSQL plans for itself)."""
@@ -82,4 +86,6 @@ POSTGRES = Dialect(
     index_hints=False,
     xact_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, ?))",
     arrays=True,
+    stamp_next="pg_current_xact_id()::text::bigint",
+    stamp_horizon="SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
 )

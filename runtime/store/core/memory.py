@@ -19,21 +19,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from runtime.errors import StoreError
 from runtime.ids import new_id, now
 from runtime.memory.model import MemoryItem
 from runtime.memory.store import SUPERSEDED, Found, NewMemory, content_digest
+from runtime.store.core import vectors as vector_ops
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Duplicate, Executor, Op, Row, none, one, rows, value
+from runtime.store.core.memory_rows import COLUMNS as COLUMNS
+from runtime.store.core.memory_rows import ITEM_COLUMNS as ITEM_COLUMNS
+from runtime.store.core.memory_rows import find_space as find_space
+from runtime.store.core.statements import Duplicate, Executor, Op, Row, many, none, one, rows, value
 
 #: BM25's term-frequency saturation and length normalisation (FTS5's own ``bm25()`` defaults too).
 K1 = 1.2
 B = 0.75
 
-COLUMNS = "seq, id, uri, scope, content, tags, source, created_at, updated_at, tenant, project"
-ITEM_COLUMNS = ", ".join("i." + c for c in COLUMNS.split(", "))
 
 _UPSERT = (
     "INSERT INTO memory_items (id, space_id, tenant, project, scope, uri, content, tags, source, created_at,"
@@ -68,14 +70,6 @@ class Recall(Protocol):
         """The ``k`` best items for the distinct ``terms``: rows of ``ITEM_COLUMNS`` and ``score``,
         best first (ties by seq), of ``scope`` alone when it is given."""
         ...
-
-
-def find_space(d: Dialect, tenant: str, project: str, space: int | None) -> Op[int | None]:
-    """The space's id (``space`` when already known: a space once made is never removed)."""
-    if space is None:
-        found = yield value("SELECT id FROM memory_spaces WHERE tenant = ? AND project = ?", tenant, project)
-        space = None if found is None else int(found)
-    return space
 
 
 def put(
@@ -160,6 +154,7 @@ def _supersede(d: Dialect, recall: Recall, tenant: str, project: str, space: int
         row["seq"],
     )
     yield from recall.unindex(d, space, [int(row["seq"])])
+    yield none("DELETE FROM memory_vectors WHERE seq = ?", row["seq"])
 
 
 def delete(
@@ -170,7 +165,9 @@ def delete(
         return 0
     gone = yield rows(f"DELETE FROM memory_items WHERE {_SCOPED}{where} RETURNING seq", tenant, project, *args)
     if gone:
-        yield from recall.unindex(d, space, [int(r[0]) for r in gone])
+        seqs = [int(r[0]) for r in gone]
+        yield from recall.unindex(d, space, seqs)
+        yield many("DELETE FROM memory_vectors WHERE seq = ?", [(seq,) for seq in seqs])
     return len(gone)
 
 
@@ -285,3 +282,18 @@ class CoreMemoryStore:
     async def ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of items starting with ``prefix``, newest first."""
         return await self.ex.read(ids, self.tenant, self.project, prefix, limit)
+
+    async def vectors_since(self, model: str, horizon: int) -> tuple[int, list[tuple[Any, ...]]]:
+        """The next horizon and ``(seq, scope, scale, vec)`` of this space's vectors of ``model``
+        stamped since ``horizon`` (``runtime.store.core.vectors``)."""
+        space, nxt, found = await self.ex.read(vector_ops.since, self.tenant, self.project, self._space, model, horizon)
+        self._space = space
+        return nxt, found
+
+    async def embedded(self, model: str, seqs: Sequence[int]) -> dict[int, MemoryItem]:
+        """The items at ``seqs`` whose vector of ``model`` is of their current content."""
+        return await self.ex.read(vector_ops.items, self.tenant, self.project, model, list(seqs))
+
+    def vectors(self) -> vector_ops.CoreVectorStore:
+        """Every space's vectors on this store (what the embedding task works through)."""
+        return vector_ops.CoreVectorStore(self.ex)

@@ -221,7 +221,24 @@ MEMORY = [
         """
         + INDEX_DDL,
     ),
+    Migration(
+        "0201_memory_vectors",
+        """
+        CREATE TABLE memory_vectors (
+            seq BIGINT PRIMARY KEY,
+            space_id BIGINT NOT NULL,
+            model TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            scale DOUBLE PRECISION NOT NULL,
+            vec BYTEA NOT NULL,
+            stamp BIGINT NOT NULL
+        );
+        CREATE INDEX memory_vectors_space ON memory_vectors (space_id, model, stamp);
+        """,
+    ),
 ]
+"""Items, spaces and the BM25 index; then the items' vectors (``runtime.store.core.vectors``): int8
+bytes and a scale, stamped with the writer's transaction id, which readers page by."""
 
 ACCESS = [
     Migration(

