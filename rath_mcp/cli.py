@@ -144,6 +144,9 @@ def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
     return load_policy(home, flags)
 
 
+ARTIFACTS_HELP = (
+    "where artifacts' bytes go: file:///DIR or s3://BUCKET/PREFIX (default: $RATH_ARTIFACTS, else HOME/artifacts)"
+)
 LEASE_HELP = (
     "seconds a claim on a run lasts unrenewed: how soon a worker on another machine may take over a dead one "
     "(a dead process on this host is taken over at once)"
@@ -169,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address for http/sse")
     p.add_argument("--port", type=_port, default=8765, help="port for http/sse (0 picks a free one)")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
+    p.add_argument("--artifacts", default=os.environ.get("RATH_ARTIFACTS") or None, metavar="URL", help=ARTIFACTS_HELP)
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--max-frame-bytes", type=_frame_bytes, metavar="SIZE", help="largest message served (default 4M)")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
@@ -193,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
+    p.add_argument("--artifacts", default=os.environ.get("RATH_ARTIFACTS") or None, metavar="URL", help=ARTIFACTS_HELP)
     _embedder_arg(p)
     _sandbox_args(p)
     _home_arg(p)
@@ -310,6 +315,7 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         sandbox=args.sandbox,
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
+        artifacts=args.artifacts,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
@@ -450,6 +456,7 @@ async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy) -> 
         lease_s=args.lease_s,
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
+        artifacts=args.artifacts,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         store = store_name(resolve_store(args.store, home))

@@ -79,6 +79,10 @@ TOOL_GRANTS: Final[Mapping[str, tuple[str, ...]]] = {
     "memory_remember": ("memory.write",),
     "memory_commit": ("memory.write", SESSION_CONTENT),
     "memory_forget": ("memory.delete",),
+    "artifact_save": ("artifact.write", SESSION_CONTENT),
+    "artifact_list": ("artifact.read", SESSION_CONTENT),
+    "artifact_get": ("artifact.read",),
+    "artifact_delete": ("artifact.write",),
 }
 
 #: The grants of reading (or subscribing to) a resource, by the start of its URI. Others need ``admin``.
@@ -87,6 +91,7 @@ RESOURCE_GRANTS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("rath://runs/", ("run.read", SESSION_CONTENT)),
     ("rath://workflows", ("run.read",)),
     ("rath://memory/", ("memory.read",)),
+    ("rath://artifacts/", ("artifact.read",)),
     ("ui://rath/", ("run.read",)),
 )
 
@@ -101,6 +106,7 @@ COMPLETION_GRANTS: Final[Mapping[str, str]] = {
     "run_id": "run.read",
     "session_id": "session.read",
     "memory_id": "memory.read",
+    "artifact_id": "artifact.read",
     "workflow": "run.read",
     "name": "run.read",
 }

@@ -111,7 +111,7 @@ class SessionPage(SessionSummary):
     # the rest of the call; the runtime's Chunk model already guarantees each chunk's shape.
     chunks: Annotated[list[Chunk], WithJsonSchema({"type": "array"})] = Field(
         description="oldest first; each {kind: system|user|assistant|tool_result, content, tool_calls?,"
-        " tool_call_id?, name?}"
+        " tool_call_id?, name?, trust: user|model|tool|external}"
     )
     offset: int
     next_offset: int | None = Field(description="pass as offset for the next page; null at the end")

@@ -28,6 +28,8 @@ GRANTS: Final[tuple[str, ...]] = (
     "memory.read",
     "memory.write",
     "memory.delete",
+    "artifact.read",
+    "artifact.write",
     "metrics.read",
     "admin",
 )

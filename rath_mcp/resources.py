@@ -10,9 +10,12 @@ import json
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.resources import BinaryResource, TextResource
 
+from rath_mcp import sdk
 from rath_mcp.errors import translate_resource
 from runtime import Runtime
+from runtime.artifacts.service import is_text
 from runtime.sessions import Chunk, Session, SessionInfo
 
 JSON = "application/json"
@@ -91,6 +94,29 @@ def register_memory_resources(server: MCPServer, rt: Runtime) -> None:
     async def memory_item(memory_id: str) -> str:
         """A remembered item: its memory:// URI, content, tags and source."""
         return dumps((await rt.memory.get(memory_id)).public())
+
+
+def register_artifact_resources(server: MCPServer, rt: Runtime) -> None:
+    """``rath://artifacts/{artifact_id}``: an artifact's content, as text or a base64 blob, with its own MIME type."""
+
+    @server.resource(ARTIFACT_URI, name="artifact", mime_type="application/octet-stream")
+    @translate_resource
+    async def artifact(artifact_id: str) -> BinaryResource | TextResource:
+        """An artifact's content (text when its type is textual and it is UTF-8, else a base64 blob)."""
+        found, data = await rt.artifacts.read(artifact_id)
+        meta = {"name": found.name, "size": found.size, "sha256": found.sha256}
+        uri, mime = found.uri, found.mime_type
+        if is_text(mime):
+            try:
+                return TextResource(uri=uri, name=found.name, mime_type=mime, text=data.decode("utf-8"), meta=meta)
+            except UnicodeDecodeError:
+                pass
+        return BinaryResource(uri=uri, name=found.name, mime_type=mime, data=data, meta=meta)
+
+    sdk.own_mime_types(server, ARTIFACT_URI)
+
+
+ARTIFACT_URI = "rath://artifacts/{artifact_id}"
 
 
 def register_run_resources(server: MCPServer, rt: Runtime) -> None:

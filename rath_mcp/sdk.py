@@ -20,6 +20,9 @@
   the ``Tracing`` the CLI made (``drop_sdk_tracing``), known by its class name (its module is private).
 - A tool's ``_meta`` can only be given when it is added; the MCP App links tools that are registered
   elsewhere to its ``ui://`` resource afterwards (``add_tool_meta``).
+- A resource template's MIME type is fixed when it is added; an artifact's is its own, so the
+  template of ``rath://artifacts/{artifact_id}`` serves the ``Resource`` its function returns as is
+  (``own_mime_types``).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "context_streams",
     "drop_sdk_tracing",
     "lowlevel",
+    "own_mime_types",
     "strict_arguments",
 ]
 
@@ -133,3 +137,17 @@ def claim_stdout() -> tuple[BinaryIO, Callable[[], None] | None]:
     from mcp.server import stdio
 
     return stdio._claim_fd(1, sys.stdout, "wb", stdio._open_stdout_diversion)
+
+
+def own_mime_types(server: MCPServer, uri_template: str) -> None:
+    """Let the template ``uri_template`` answer with the ``Resource`` (MIME type included) its function returns."""
+    from mcp.server.mcpserver.resources import FunctionResource, Resource, ResourceTemplate
+
+    class OwnMimeType(ResourceTemplate):
+        async def create_resource(self, uri: str, params: dict[str, Any], context: Any) -> Any:
+            made = await super().create_resource(uri, params, context)
+            inner = made.fn() if isinstance(made, FunctionResource) else None
+            return inner if isinstance(inner, Resource) else made
+
+    templates: Any = server._resource_manager._templates
+    templates[uri_template] = OwnMimeType.model_construct(**dict(templates[uri_template]))

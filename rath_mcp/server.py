@@ -75,6 +75,7 @@ def build_server(
     resources.register_session_resources(server, rt)
     resources.register_run_resources(server, rt)
     resources.register_memory_resources(server, rt)
+    resources.register_artifact_resources(server, rt)
     prompts.register_prompts(server, rt)
     prompts.register_completions(server, rt)
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))

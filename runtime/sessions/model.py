@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ChunkKind = Literal["system", "user", "assistant", "tool_result"]
+Trust = Literal["user", "model", "tool", "external"]
+#: Where a chunk's text came from when nothing says otherwise: what people running the agent wrote
+#: (system prompts, user turns), what a model wrote, what a tool returned. ``external`` (fetched or
+#: imported from elsewhere) is never a default: the code that brings such text in says so.
+TRUST_OF_KIND: dict[str, Trust] = {"system": "user", "user": "user", "assistant": "model", "tool_result": "tool"}
 SessionOp = Literal["create", "append", "fork", "detach", "merge", "compress", "run", "import"]
 
 
@@ -43,6 +48,16 @@ class Chunk(_Frozen):
     tool_calls: tuple[ToolCall, ...] | None = Field(default=None, exclude_if=_absent)
     tool_call_id: str | None = Field(default=None, exclude_if=_absent)
     name: str | None = Field(default=None, exclude_if=_absent)
+    trust: Trust = "user"
+    """Where the text came from (``TRUST_OF_KIND`` of its kind unless given); a policy may treat
+    ``tool``/``external`` text as untrusted input (prompt injection)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trust_of_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("trust") is None:
+            return {**data, "trust": TRUST_OF_KIND.get(data.get("kind", ""), "user")}
+        return data
 
     def public(self) -> dict[str, Any]:
         """The chunk as plain JSON, without absent optional fields."""

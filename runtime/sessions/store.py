@@ -157,7 +157,9 @@ _CHUNK_LIST = TypeAdapter(list[Chunk])
 
 
 def chunks_from(rows: Sequence[Sequence[Any]]) -> list[StoredChunk]:
-    """Rows of ``(uid, kind, content, tool_calls JSON or None, tool_call_id, name)`` as stored chunks."""
+    """Rows of ``(uid, kind, content, tool_calls JSON or None, tool_call_id, name, trust)`` as stored chunks.
+
+    A chunk written before trust was stored (migration ``chunk_trust``) has none: its kind's default."""
     fields = [
         {
             "kind": kind,
@@ -165,7 +167,8 @@ def chunks_from(rows: Sequence[Sequence[Any]]) -> list[StoredChunk]:
             "tool_calls": json.loads(tool_calls) if tool_calls is not None else None,
             "tool_call_id": tool_call_id,
             "name": name,
+            "trust": trust,
         }
-        for _, kind, content, tool_calls, tool_call_id, name in rows
+        for _, kind, content, tool_calls, tool_call_id, name, trust in rows
     ]
     return [StoredChunk(row[0], chunk) for row, chunk in zip(rows, _CHUNK_LIST.validate_python(fields), strict=True)]

@@ -228,8 +228,8 @@ async def test_session_get_gives_each_chunk_only_the_fields_it_has(client: Clien
         ]
     )
     page = await call(client, "session_get", session_id=s.id)
-    assert page["chunks"] == [
-        {"kind": "user", "content": "read a"},
-        {"kind": "assistant", "content": "", "tool_calls": [call_]},
-        {"kind": "tool_result", "content": "A", "tool_call_id": "call_1", "name": "read_file"},
+    assert page["chunks"] == [  # every chunk has its trust (CONTRACT §16)
+        {"kind": "user", "content": "read a", "trust": "user"},
+        {"kind": "assistant", "content": "", "tool_calls": [call_], "trust": "model"},
+        {"kind": "tool_result", "content": "A", "tool_call_id": "call_1", "name": "read_file", "trust": "tool"},
     ]

@@ -57,8 +57,13 @@ VALID: dict[str, dict[str, Any]] = {
     "effect_resolve": {"effect_id": "{effect}", "outcome": "applied", "result": 1},
     "memory_remember": {"content": "c"},
     "memory_recall": {"query": "launch"},
+    "memory_list": {},
     "memory_commit": {"session_id": "{session}"},
     "memory_forget": {"memory_id": "{memory}"},
+    "artifact_save": {"session_id": "{session}", "path": "report.txt"},
+    "artifact_list": {},
+    "artifact_get": {"artifact_id": "{artifact}"},
+    "artifact_delete": {"artifact_id": "{artifact}"},
 }
 
 #: Methods the test reaches through a list (tools, resources, prompts, completions, subscriptions).
@@ -75,6 +80,7 @@ def placeholders(world: World) -> dict[str, str]:
         "{interrupt}": world.interrupt,
         "{effect}": world.first("effect"),
         "{memory}": world.first("memory"),
+        "{artifact}": world.first("artifact"),
         "{import}": import_line_with_parent(world.first("session"), new_id("ses")),
     }
 

@@ -33,7 +33,15 @@ A = caller(A_TENANT, A_PROJECT, "admin")
 B = caller(B_TENANT, B_PROJECT, "admin")
 
 #: Placeholders of the probes: one of A's ids of that kind (or, to compare, a fresh id of the kind).
-KINDS = {"{session}": "ses", "{run}": "run", "{interrupt}": "int", "{effect}": "eff", "{memory}": "mem", "{uri}": ""}
+KINDS = {
+    "{session}": "ses",
+    "{run}": "run",
+    "{interrupt}": "int",
+    "{effect}": "eff",
+    "{memory}": "mem",
+    "{artifact}": "art",
+    "{uri}": "",
+}
 
 #: Tools that name an object: each argument set is tried with each of A's ids of the kind it names.
 BY_ID: dict[str, list[dict[str, Any]]] = {
@@ -57,6 +65,9 @@ BY_ID: dict[str, list[dict[str, Any]]] = {
     "effect_resolve": [{"effect_id": "{effect}", "outcome": "applied", "result": 1}],
     "memory_forget": [{"memory_id": "{memory}"}, {"uri": "{uri}"}],
     "memory_commit": [{"session_id": "{session}"}],
+    "artifact_save": [{"session_id": "{session}", "path": "report.txt"}],
+    "artifact_get": [{"artifact_id": "{artifact}"}],
+    "artifact_delete": [{"artifact_id": "{artifact}"}],
 }
 
 #: Tools that name no object of A (or that list): whatever they answer B must mention none of A's ids.
@@ -68,13 +79,21 @@ LISTING: dict[str, list[dict[str, Any]]] = {
     "effect_list": [{}, {"status": None}],
     "workflow_list": [{}],
     "memory_recall": [{"query": "secret launch code"}, {"query": "more of A", "scope": "session"}],
+    "memory_list": [{}, {"prefix": "memory://user/"}, {"prefix": "memory://session/"}],
     "memory_remember": [{"content": "B's note", "path": "notes/launch"}],
     "delegate": [{"task": "B's task", "workflow": "echo", "wait_s": 0}],
     "run_start": [{"workflow": "echo", "message": "B's run"}],
+    "artifact_list": [{}],
 }
 
 #: Parameters of resource templates: the kind of id each names (None: not scope data, e.g. workflow names).
-TEMPLATE_PARAMS = {"session_id": "{session}", "run_id": "{run}", "memory_id": "{memory}", "name": None}
+TEMPLATE_PARAMS = {
+    "session_id": "{session}",
+    "run_id": "{run}",
+    "memory_id": "{memory}",
+    "artifact_id": "{artifact}",
+    "name": None,
+}
 
 
 def fresh(kind: str) -> str:

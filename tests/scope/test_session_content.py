@@ -117,6 +117,8 @@ async def test_every_tool_taking_a_session_id_needs_session_read_and_writes_noth
     async with rath_http(rt) as served:
         async with connected(served, admin) as client:
             sessions = [(await call(client, "session_create", message=SECRET))["session_id"] for _ in range(2)]
+            box = await rt.sandboxes.get((await rt.sessions.info(sessions[0])).placement)
+            await box.write_file("x", "a workspace file, for artifact_save")  # the path value_for gives
             tools = (await client.list_tools()).tools
         calls: dict[str, dict[str, Any]] = {}
         for tool in tools:

@@ -26,7 +26,8 @@ B_TENANT, B_PROJECT = "bravo", "beta"
 
 @dataclass
 class World:
-    """Ids of scope A's objects, by kind (``session``, ``run``, ``interrupt``, ``effect``, ``memory``, ``uri``)."""
+    """Ids of scope A's objects, by kind (``session``, ``run``, ``interrupt``, ``effect``, ``memory``, ``uri``,
+    ``artifact``)."""
 
     ids: dict[str, list[str]] = field(default_factory=dict)
     waiting_run: str = ""
@@ -81,6 +82,11 @@ async def populate(client: Client, rt: Runtime) -> World:
     committed = await call(client, "memory_commit", session_id=appended)
     world.add("memory", remembered["memory_id"])
     world.add("uri", remembered["uri"], committed["archived_uri"])
+    with rt.scope(A_TENANT, A_PROJECT):  # a file in the session's workspace, kept as an artifact
+        box = await rt.sandboxes.get((await rt.sessions.info(appended)).placement)
+        await box.write_file("report.txt", "A's report")
+    saved = await call(client, "artifact_save", session_id=appended, path="report.txt")
+    world.add("artifact", saved["artifact_id"])
     return world
 
 

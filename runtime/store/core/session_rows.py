@@ -23,7 +23,7 @@ from runtime.store.core.statements import Op, one, rows, tuples
 
 Scope = tuple[str, str]  # tenant, project
 SCOPED = "s.tenant = ? AND s.project = ? AND s.stub = 0"
-CHUNK_COLUMNS = "uid, kind, content, tool_calls, tool_call_id, name"
+CHUNK_COLUMNS = "uid, kind, content, tool_calls, tool_call_id, name, trust"
 _LO = "CASE WHEN g.parent_id IS NULL THEN 0 ELSE g.parent_length END"
 
 # PostgreSQL: a segment's chain, root last: each segment holds its chunks from ``parent_length`` (0 for a

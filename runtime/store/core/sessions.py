@@ -67,8 +67,8 @@ _SESSION_COLUMNS = (
 _INSERT_SESSION = f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({', '.join('?' * 13)})"
 _INSERT_PARENTS = "INSERT INTO session_parents (child_id, ord, parent_id) VALUES (?,?,?)"
 _INSERT_CHUNKS = (
-    "INSERT INTO chunks (segment_id, idx, tenant, project, uid, kind, content, tool_calls, tool_call_id, name)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO chunks (segment_id, idx, tenant, project, uid, kind, content, tool_calls, tool_call_id, name, trust)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 )
 _BASE = ", s.segment_id, s.chars, s.widest"  # what a session built on a base needs of it
 
@@ -184,6 +184,7 @@ def _extend(
                 else json.dumps([tc.model_dump(mode="json") for tc in sc.chunk.tool_calls]),
                 sc.chunk.tool_call_id,
                 sc.chunk.name,
+                sc.chunk.trust,
             )
             for i, sc in enumerate(chunks)
         ],

@@ -75,6 +75,8 @@ SESSIONS = [
     Migration("0002_chunk_uids", "CREATE INDEX chunks_uid ON chunks (uid);"),
     # A session's longest chunk in characters, as on SQLite (0005): the session store is written once.
     Migration("0003_session_widest", "ALTER TABLE sessions ADD COLUMN widest INTEGER;"),
+    # Each chunk's trust, as on SQLite (0006): NULL in older rows, read as the kind's default.
+    Migration("0006_chunk_trust", "ALTER TABLE chunks ADD COLUMN trust TEXT;"),
 ]
 
 DURABLE = [

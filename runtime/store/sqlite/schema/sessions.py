@@ -108,4 +108,12 @@ MIGRATIONS = [
         ALTER TABLE sessions ADD COLUMN widest INTEGER;
         """,
     ),
+    # Each chunk's trust (user|model|tool|external). Rows written before it read NULL and are given
+    # their kind's default when read (``chunks_from``): no rewrite of every chunk on upgrade.
+    Migration(
+        "0006_chunk_trust",
+        """
+        ALTER TABLE chunks ADD COLUMN trust TEXT;
+        """,
+    ),
 ]

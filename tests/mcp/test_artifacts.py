@@ -1,0 +1,72 @@
+"""Artifact tools and the artifact resource through a real MCP client, in both protocol eras."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+from mcp import Client
+from mcp_types import BlobResourceContents, ResourceLink, TextResourceContents
+
+from runtime import Runtime
+from tests.mcp.conftest import call, call_error
+
+pytestmark = pytest.mark.anyio
+
+
+async def workspace_session(client: Client, rt: Runtime, files: dict[str, bytes]) -> str:
+    session_id = (await call(client, "session_create", message="make a report", workspace="reports"))["session_id"]
+    box = await rt.sandboxes.get((await rt.sessions.info(session_id)).placement)
+    for path, data in files.items():
+        await box.write_file(path, data)
+    return str(session_id)
+
+
+async def test_a_saved_workspace_file_reads_back_through_its_link(client: Client, rt: Runtime) -> None:
+    binary = os.urandom(5000)
+    sid = await workspace_session(client, rt, {"out/report.md": b"# Report\n\nall good\n", "out/blob.bin": binary})
+    saved = await call(client, "artifact_save", session_id=sid, path="out/report.md")
+    assert saved["artifact_id"].startswith("art_") and saved["uri"] == f"rath://artifacts/{saved['artifact_id']}"
+    assert (saved["name"], saved["size"], saved["mime_type"], saved["session_id"]) == (
+        "report.md",
+        19,
+        "text/markdown",
+        sid,
+    )
+
+    got = await client.call_tool("artifact_get", {"artifact_id": saved["artifact_id"]})
+    assert not got.is_error and got.structured_content == saved
+    (link,) = [c for c in got.content if isinstance(c, ResourceLink)]
+    assert (str(link.uri), link.name, link.mime_type, link.size) == (saved["uri"], "report.md", "text/markdown", 19)
+    (text,) = (await client.read_resource(str(link.uri))).contents
+    assert isinstance(text, TextResourceContents) and text.text == "# Report\n\nall good\n"
+    assert text.mime_type == "text/markdown"
+
+    blob = await call(client, "artifact_save", session_id=sid, path="out/blob.bin")
+    (body,) = (await client.read_resource(blob["uri"])).contents
+    assert isinstance(body, BlobResourceContents) and base64.b64decode(body.blob) == binary
+    assert body.mime_type == "application/octet-stream"
+
+    listed = await call(client, "artifact_list", session_id=sid, limit=1)
+    assert [a["artifact_id"] for a in listed["artifacts"]] == [saved["artifact_id"]]
+    rest = await call(client, "artifact_list", cursor=listed["next_cursor"])
+    assert [a["artifact_id"] for a in rest["artifacts"]] == [blob["artifact_id"]] and rest["next_cursor"] is None
+
+    deleted = await call(client, "artifact_delete", artifact_id=saved["artifact_id"])
+    assert deleted["artifact_id"] == saved["artifact_id"]
+    gone = await call_error(client, "artifact_get", artifact_id=saved["artifact_id"])
+    assert f"artifact {saved['artifact_id']} not found" in gone
+
+
+async def test_paths_outside_the_workspace_and_missing_files_are_refused(client: Client, rt: Runtime) -> None:
+    sid = await workspace_session(client, rt, {"dir/inner.txt": b"x"})
+    for path, words in (
+        ("../../rath.db", "leaves the workspace"),
+        ("/etc/passwd", "is absolute"),
+        ("missing.txt", "missing.txt"),
+        ("dir", "director"),
+    ):
+        error = await call_error(client, "artifact_save", session_id=sid, path=path)
+        assert words in error, (path, error)
+    assert (await call(client, "artifact_list"))["artifacts"] == []
