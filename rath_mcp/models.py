@@ -145,4 +145,9 @@ class LineageResult(WireModel):
 
 class ExportResult(WireModel):
     session_id: str
-    jsonl: str
+    jsonl: str | None = Field(
+        description="the JSONL; null when it is over 256 KB: it is then the artifact at uri (read that resource)"
+    )
+    artifact_id: str | None = Field(default=None, description="the artifact holding a large export")
+    uri: str | None = Field(default=None, description="rath://artifacts/{artifact_id}, for a large export")
+    preview: str | None = Field(default=None, description="the start of a large export")

@@ -16,7 +16,6 @@ from pydantic import Field
 from rath_mcp.errors import translate_tool
 from rath_mcp.models import WireModel
 from rath_mcp.tools.arguments import ID_CHARS, SessionId
-from rath_mcp.tools.sessions import READ_ONLY
 from runtime import Runtime
 from runtime.artifacts import Artifact
 
@@ -41,6 +40,7 @@ ArtifactCursor = Annotated[
         description="the next_cursor of the previous page; omit it for the first page",
     ),
 ]
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 SAVES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
@@ -76,6 +76,22 @@ def resource_link(artifact: Artifact) -> ResourceLink:
         size=artifact.size,
         description=f"artifact {artifact.id} ({artifact.size} bytes, sha256 {artifact.sha256[:12]}…)",
     )
+
+
+LARGE_BYTES = 256 * 1024
+"""A tool result larger than this is kept as an artifact and answered with a link (CONTRACT §14)."""
+PREVIEW_CHARS = 1_000
+
+
+async def kept_if_large(
+    rt: Runtime, text: str, name: str, mime_type: str, session_id: str | None = None
+) -> tuple[Artifact, str] | None:
+    """``text`` kept as an artifact, and its first characters, when it is over ``LARGE_BYTES``; else None."""
+    data = text.encode("utf-8")
+    if len(data) <= LARGE_BYTES:
+        return None
+    artifact = await rt.artifacts.save(data, name=name, mime_type=mime_type, session_id=session_id)
+    return artifact, text[:PREVIEW_CHARS]
 
 
 def register(server: MCPServer, rt: Runtime) -> None:

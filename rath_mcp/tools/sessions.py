@@ -36,6 +36,7 @@ from rath_mcp.tools.arguments import (
     Text,
     Workspace,
 )
+from rath_mcp.tools.artifacts import kept_if_large, resource_link
 from runtime import InvalidInputError, Runtime
 from runtime.sessions import Chunk, Placement
 
@@ -175,9 +176,21 @@ def register(server: MCPServer, rt: Runtime) -> None:
                 )
             lines.append(line)
         text = "".join(lines)
+        kept = await kept_if_large(rt, text, f"{session_id}.jsonl", "application/x-ndjson", session_id)
+        if kept is not None:  # a link and a preview, not a quarter megabyte into the client's context
+            artifact, preview = kept
+            result = ExportResult(
+                session_id=session_id, jsonl=None, artifact_id=artifact.id, uri=artifact.uri, preview=preview
+            )
+            return CallToolResult(
+                content=[TextContent(text=result.model_dump_json()), resource_link(artifact)],
+                structured_content=result.model_dump(mode="json"),
+            )
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=ExportResult(session_id=session_id, jsonl=text).model_dump(mode="json"),
+            structured_content=ExportResult(session_id=session_id, jsonl=text).model_dump(
+                mode="json", exclude_none=True
+            ),
         )
 
     @server.tool(annotations=WRITES)

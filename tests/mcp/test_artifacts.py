@@ -70,3 +70,22 @@ async def test_paths_outside_the_workspace_and_missing_files_are_refused(client:
         error = await call_error(client, "artifact_save", session_id=sid, path=path)
         assert words in error, (path, error)
     assert (await call(client, "artifact_list"))["artifacts"] == []
+
+
+async def test_a_large_session_export_comes_back_as_a_link_whose_resource_holds_all_of_it(client: Client) -> None:
+    sid = (await call(client, "session_create", message="x" * 150_000))["session_id"]
+    small = await client.call_tool("session_export", {"session_id": sid})
+    assert small.structured_content is not None and small.structured_content["jsonl"] is not None
+    for _ in range(2):
+        sid = (await call(client, "session_append", session_id=sid, content="y" * 150_000))["session_id"]
+    large = await client.call_tool("session_export", {"session_id": sid})
+    body = large.structured_content
+    assert not large.is_error and body is not None and body["jsonl"] is None
+    (link,) = [c for c in large.content if isinstance(c, ResourceLink)]
+    assert str(link.uri) == body["uri"] and link.mime_type == "application/x-ndjson" and link.size > 256 * 1024
+    assert body["preview"] and len(body["preview"]) <= 1000
+    (whole,) = (await client.read_resource(body["uri"])).contents
+    assert isinstance(whole, TextResourceContents) and whole.text.startswith(body["preview"])
+    assert len(whole.text.encode()) == link.size
+    imported = await call(client, "session_import", jsonl=whole.text)  # the whole export: it imports as is
+    assert imported["session_id"] == sid
