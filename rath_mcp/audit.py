@@ -44,6 +44,7 @@ READ_TOOLS = frozenset(
         "interrupt_list",
         "effect_list",
         "memory_recall",
+        "memory_list",
     }
 )
 WRITE_METHODS = frozenset({"tasks/cancel", "tasks/update"})

@@ -76,6 +76,7 @@ TOOL_GRANTS: Final[Mapping[str, tuple[str, ...]]] = {
     "interrupt_resolve": ("interrupt.decide", SESSION_CONTENT),
     "effect_resolve": ("effect.resolve", SESSION_CONTENT),
     "memory_recall": ("memory.read",),
+    "memory_list": ("memory.read",),
     "memory_remember": ("memory.write",),
     "memory_commit": ("memory.write", SESSION_CONTENT),
     "memory_forget": ("memory.delete",),

@@ -81,6 +81,7 @@ def _cursor(prefix: str) -> Any:
 
 SessionCursor = Annotated[str | None, _cursor("ses")]
 RunCursor = Annotated[str | None, _cursor("run")]
+MemoryCursor = Annotated[str | None, _cursor("mem")]
 Text = Annotated[str, Field(max_length=TEXT_CHARS)]
 """A message (give it a description with another ``Field``)."""
 OptionalText = Annotated[str | None, Field(max_length=TEXT_CHARS)]

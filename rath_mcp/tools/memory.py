@@ -12,6 +12,7 @@ from rath_mcp.models import WireModel
 from rath_mcp.tools.arguments import (
     QUERY_CHARS,
     URI_CHARS,
+    MemoryCursor,
     MemoryId,
     MemoryPath,
     RecallMode,
@@ -25,6 +26,7 @@ from runtime import InvalidInputError, Runtime
 Scope = Literal["user", "agent", "session", "resources"]
 Mode = Literal["keyword", "semantic", "hybrid"]
 Match = Literal["keyword", "semantic", "both"]
+PREVIEW_CHARS = 200
 
 
 class Remembered(WireModel):
@@ -50,6 +52,26 @@ class Recall(WireModel):
     query: str
     mode: Mode
     hits: list[Hit] = Field(description="best first; in keyword mode only items sharing a word with the query")
+
+
+class Listed(WireModel):
+    memory_id: str
+    uri: str
+    preview: str = Field(description=f"the first {PREVIEW_CHARS} characters of the content")
+    tags: list[str]
+    updated_at: float
+
+
+class Child(WireModel):
+    prefix: str = Field(description="a prefix one level down; pass it as prefix to list what is under it")
+    count: int = Field(description="items under it, at any depth")
+
+
+class Tree(WireModel):
+    prefix: str
+    items: list[Listed] = Field(description="the items directly under the prefix, in URI order")
+    children: list[Child] = Field(description="the prefixes one level down, with their item counts")
+    next_cursor: str | None = Field(description="pass it as cursor for the next page; null at the end")
 
 
 class Committed(WireModel):
@@ -105,6 +127,33 @@ def register(server: MCPServer, rt: Runtime) -> None:
                 )
                 for h in hits
             ],
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    @translate_tool
+    async def memory_list(
+        prefix: Annotated[
+            str, Field(max_length=URI_CHARS, description="memory://, a scope (memory://user/) or a folder in it")
+        ] = "memory://",
+        cursor: MemoryCursor = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 50,
+    ) -> Tree:
+        """Browse remembered items as a tree: what lies directly under a URI prefix, and sub-prefixes with counts."""
+        items, children, after = await rt.memory.browse(prefix, cursor=cursor, limit=limit)
+        return Tree(
+            prefix=prefix,
+            items=[
+                Listed(
+                    memory_id=i.id,
+                    uri=i.uri,
+                    preview=i.content[:PREVIEW_CHARS],
+                    tags=list(i.tags),
+                    updated_at=i.updated_at,
+                )
+                for i in items
+            ],
+            children=[Child(prefix=p, count=n) for p, n in children],
+            next_cursor=after,
         )
 
     @server.tool(annotations=WRITES)

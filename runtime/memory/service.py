@@ -197,6 +197,34 @@ class MemoryService:
             raise InvalidInputError("after must be the last URI of the previous page")
         return await self.store.scan(check_prefix(prefix), limit, after)
 
+    async def browse(
+        self, prefix: str = PREFIX, *, cursor: str | None = None, limit: int = 50
+    ) -> tuple[builtins.list[MemoryItem], builtins.list[tuple[str, int]], str | None]:
+        """The tree under ``prefix`` one level deep: the items directly under it, the child prefixes
+        (ending in ``/``) with how many items each holds, and the cursor of the next page (None at
+        the end). Items and children are paged together, in URI order.
+
+        A cursor is the id of an item of the page's last entry (that item, or one under that child
+        prefix): an id is short, and the page after it is the same whatever was written since.
+        """
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+            raise InvalidInputError(f"limit must be a whole number from 1 to {MAX_LIST} (got {limit!r})")
+        check_prefix(prefix)
+        after = None
+        if cursor is not None:
+            last = await self.store.get(_check_memory_id(cursor))
+            if last is None or not last.uri.startswith(prefix):
+                raise InvalidInputError(
+                    "cursor must be a next_cursor of this prefix whose item is still there; list from the start"
+                )
+            head, sep, _ = last.uri[len(prefix) :].partition("/")
+            after = prefix + head + "/" if sep else last.uri
+        entries = await self.store.tree(prefix, after, limit + 1)
+        page = entries[:limit]
+        items = [e for _, e, _ in page if isinstance(e, MemoryItem)]
+        children = [(key, e) for key, e, _ in page if isinstance(e, int)]
+        return items, children, page[-1][2] if len(entries) > limit else None
+
     async def forget(self, *, memory_id: str | None = None, uri: str | None = None, prefix: str | None = None) -> int:
         """Delete the item with ``memory_id``, at ``uri``, or every item under ``prefix``; returns how many.
 

@@ -73,3 +73,22 @@ async def test_memory_resource_returns_the_item_with_its_content(client: Client)
     assert isinstance(contents[0], TextResourceContents)
     body = json.loads(contents[0].text)
     assert body["content"] == "resource body" and body["uri"] == item["uri"] and body["tags"] == ["t"]
+
+
+async def test_memory_list_browses_the_tree_by_prefix_with_counts_and_pages(client: Client) -> None:
+    for path in ("notes/a", "notes/b", "notes/deep/c", "top"):
+        await call(client, "memory_remember", content=f"item {path}", path=path)
+    await call(client, "memory_remember", content="an agent's note", scope="agent", path="x")
+    root = await call(client, "memory_list")
+    assert root["items"] == [] and root["next_cursor"] is None
+    assert root["children"] == [{"prefix": "memory://agent/", "count": 1}, {"prefix": "memory://user/", "count": 4}]
+    user = await call(client, "memory_list", prefix="memory://user/", limit=1)
+    assert user["children"] == [{"prefix": "memory://user/notes/", "count": 3}] and user["items"] == []
+    rest = await call(client, "memory_list", prefix="memory://user/", cursor=user["next_cursor"])
+    assert [i["uri"] for i in rest["items"]] == ["memory://user/top"] and rest["next_cursor"] is None
+    assert rest["items"][0]["preview"] == "item top"
+    notes = await call(client, "memory_list", prefix="memory://user/notes/")
+    assert [i["uri"] for i in notes["items"]] == ["memory://user/notes/a", "memory://user/notes/b"]
+    assert notes["children"] == [{"prefix": "memory://user/notes/deep/", "count": 1}]
+    agent = (await call(client, "memory_list", prefix="memory://agent/"))["items"][0]["memory_id"]
+    assert "cursor" in await call_error(client, "memory_list", prefix="memory://user/", cursor=agent)

@@ -204,6 +204,40 @@ def scan(d: Dialect, tenant: str, project: str, prefix: str, limit: int, after: 
     return [MemoryItem.from_row(r) for r in found]
 
 
+def tree(
+    d: Dialect, tenant: str, project: str, prefix: str, after: str | None, limit: int
+) -> Op[list[tuple[str, MemoryItem | int, str]]]:
+    """What lies directly under ``prefix``, in URI order after the entry ``after``: items (URI, item,
+    its id) and child prefixes ending in ``/`` (prefix, how many items under it, the id of its first
+    item). Each entry is one index probe (and a child one range count), so a page costs ``limit``
+    probes however many items there are."""
+    hi = _bounds(prefix)[1]
+    if after is None:
+        start, op = prefix, ">="
+    elif after.endswith("/"):  # a child prefix: go past everything under it
+        start, op = _bounds(after)[1], ">="
+    else:
+        start, op = after, ">"
+    out: list[tuple[str, MemoryItem | int, str]] = []
+    while len(out) < limit:
+        sql = f"SELECT {COLUMNS} FROM memory_items WHERE {_SCOPED}uri {op} ? AND uri < ? ORDER BY uri LIMIT 1"
+        row = yield one(sql, tenant, project, start, hi)
+        if row is None:
+            break
+        head, sep, _ = row["uri"][len(prefix) :].partition("/")
+        if not sep:
+            out.append((row["uri"], MemoryItem.from_row(row), row["id"]))
+            start, op = row["uri"], ">"
+            continue
+        child = prefix + head + "/"
+        n = yield value(
+            f"SELECT count(*) FROM memory_items WHERE {_SCOPED}uri >= ? AND uri < ?", tenant, project, *_bounds(child)
+        )
+        out.append((child, int(n), row["id"]))
+        start, op = _bounds(child)[1], ">="
+    return out
+
+
 def ids(d: Dialect, tenant: str, project: str, prefix: str, limit: int) -> Op[list[str]]:
     """Ids starting with ``prefix``, newest first: a range scan on the index of (tenant, project, id)."""
     found = yield rows(
@@ -282,6 +316,10 @@ class CoreMemoryStore:
     async def ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of items starting with ``prefix``, newest first."""
         return await self.ex.read(ids, self.tenant, self.project, prefix, limit)
+
+    async def tree(self, prefix: str, after: str | None, limit: int) -> list[tuple[str, MemoryItem | int, str]]:
+        """Items and child prefixes (with counts) directly under ``prefix``, in URI order after ``after``."""
+        return await self.ex.read(tree, self.tenant, self.project, prefix, after, limit)
 
     async def vectors_since(self, model: str, horizon: int) -> tuple[int, list[tuple[Any, ...]]]:
         """The next horizon and ``(seq, scope, scale, vec)`` of this space's vectors of ``model``

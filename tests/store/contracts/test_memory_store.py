@@ -15,6 +15,7 @@ import pytest
 
 from runtime.errors import StoreError
 from runtime.memory import text
+from runtime.memory.model import MemoryItem
 from runtime.memory.store import SUPERSEDED, MemoryStore, NewMemory
 from runtime.store.core.memory import CoreMemoryStore
 from runtime.store.postgres import recall as pg_recall
@@ -187,3 +188,30 @@ async def test_one_write_at_a_uri_twice_keeps_the_last_and_an_id_held_elsewhere_
         await store.put([item("memory://user/fresh", "gamma"), item("memory://user/other", "delta", id=first.id)])
     assert await store.at("memory://user/fresh") is None and await recall(store, "gamma") == []
     assert await store.at("memory://user/twice") == second
+
+
+async def test_the_tree_lists_one_level_with_counts_in_uri_order_and_pages(memories: Memories) -> None:
+    store = memory(memories)
+    uris = ["a", "b/x", "b/y", "b/z/deep", "c", "d/q", "zz"]
+    await store.put([item(f"memory://user/{u}", f"body {u}") for u in uris])
+    await store.put([item("memory://agent/note", "agent", scope="agent")])
+    await memories("other").put([item("memory://user/b/mine", "another project's")])
+
+    def shown(entries: list[tuple[str, MemoryItem | int, str]]) -> list[tuple[str, str | int]]:
+        return [(key, e if isinstance(e, int) else e.uri) for key, e, _ in entries]
+
+    everything = shown(await store.tree("memory://user/", None, 100))
+    assert everything == [
+        ("memory://user/a", "memory://user/a"),
+        ("memory://user/b/", 3),
+        ("memory://user/c", "memory://user/c"),
+        ("memory://user/d/", 1),
+        ("memory://user/zz", "memory://user/zz"),
+    ]
+    assert shown(await store.tree("memory://", None, 100)) == [("memory://agent/", 1), ("memory://user/", 7)]
+    assert shown(await store.tree("memory://user/b/", None, 100))[-1] == ("memory://user/b/z/", 1)
+    pages, after = [], None  # two at a time, resuming after a child prefix or an item
+    while page := await store.tree("memory://user/", after, 2):
+        pages.append(shown(page))
+        after = page[-1][0]
+    assert [e for p in pages for e in p] == everything and [len(p) for p in pages] == [2, 2, 1]
