@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -97,6 +98,10 @@ class S3BlobStore:
                     f"the S3 server refused {self.url}/{key}: {first} "
                     "(check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
                 ) from exc
+            code = re.search(r"<Code>([^<]+)</Code>(?:<Message>([^<]*)</Message>)?", str(exc))
+            if code:  # the server answered, and said no
+                said = f"{code[1]}: {code[2]}" if code[2] else code[1]
+                raise StoreError(f"the S3 server refused {self.url}/{key}: {said}") from exc
             if isinstance(exc, errors.BaseError | OSError | TimeoutError):
                 raise StoreUnavailableError(
                     f"the S3 artifact store {self.url} failed on {key!r}: {first} "

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 MAX_BYTES = 1024**3
 """An artifact's size limit by default (1 GiB)."""
 NAME_CHARS = 255
+ASK_FIRST_BYTES = 1024 * 1024
+"""Content larger than this is looked for before it is uploaded (smaller is simply put again: a key
+only ever holds the same bytes)."""
 
 
 class ArtifactService:
@@ -80,7 +83,8 @@ class ArtifactService:
                     f"artifacts, over its quota of {self.quota_bytes}: delete some with artifact_delete first"
                 )
         key = blob_key(self.tenant, self.project, sha)
-        if not await self.blobs.exists(key):
+        # Kept already? Worth a round trip to ask only when the upload would cost more than the question.
+        if size <= ASK_FIRST_BYTES or not await self.blobs.exists(key):
             await self.blobs.put(key, data)
         artifact = Artifact(
             id=new_id("art"),

@@ -11,7 +11,7 @@ import pytest
 
 from runtime.artifacts.blobs import FileBlobStore, open_blob_store
 from runtime.artifacts.model import CHUNK
-from runtime.errors import InvalidInputError, NotFoundError, StoreUnavailableError
+from runtime.errors import InvalidInputError, NotFoundError, StoreError, StoreUnavailableError
 
 pytestmark = pytest.mark.anyio
 
@@ -83,4 +83,10 @@ async def test_wrong_s3_keys_are_refused_in_words(s3_env: object, monkeypatch: p
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     blobs = open_blob_store("s3://rath-tests/refused")
     with pytest.raises(Exception, match=r"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY|refused"):
+        await blobs.put(key_of(b"x"), b"x")
+
+
+async def test_a_bucket_the_server_refuses_is_named_with_its_reason(s3_env: object) -> None:
+    blobs = open_blob_store("s3://b/p")  # a bucket name must have 3 characters at least
+    with pytest.raises(StoreError, match=r"the S3 server refused s3://b/p/.*InvalidBucketName"):
         await blobs.put(key_of(b"x"), b"x")
