@@ -44,7 +44,7 @@ async def test_run_start_with_wait_returns_the_finished_run_and_its_output_sessi
     assert run["status"] == "succeeded" and run["hint"] is None
     assert run["run_id"].startswith("run_") and run["session_id"].startswith("ses_")
     out = await call(client, "session_get", session_id=run["output_session_id"])
-    assert out["chunks"][-1] == {"kind": "assistant", "content": "hello there"}
+    assert out["chunks"][-1] == {"kind": "assistant", "content": "hello there", "trust": "model"}
 
 
 async def test_run_start_without_wait_returns_a_handle_that_run_wait_completes(client: Client) -> None:

@@ -55,7 +55,7 @@ async def test_an_agent_run_on_the_sampling_provider_is_answered_by_the_clients_
         run = await call(client, "run_start", workflow="agent", message="What is 2+2?", input=inp, wait_s=20)
         assert run["status"] == "succeeded", run["error"]
         out = await call(client, "session_get", session_id=run["output_session_id"])
-        assert out["chunks"][-1] == {"kind": "assistant", "content": "Four."}
+        assert out["chunks"][-1] == {"kind": "assistant", "content": "Four.", "trust": "model"}
     asked = model.requests[0]
     assert asked.tools is None  # this client did not declare sampling.tools
     assert asked.system_prompt and "sandbox" in asked.system_prompt
