@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import anyio
 import anyio.to_thread
 
-from rath_mcp import memory_commands, shell
+from rath_mcp import memory_commands, schedule_commands, shell
 from rath_mcp.auth import commands as access_commands
 from rath_mcp.auth.flags import AUTH_MODES, auth_problem
 from rath_mcp.cli_usage import parse_command_line
@@ -211,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     shell.add_commands(sub, _home_arg)
     access_commands.add_commands(sub, _home_arg)
     memory_commands.add_commands(sub, _home_arg)
+    schedule_commands.add_commands(sub, _home_arg)
     return parser
 
 
@@ -281,6 +282,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await access_commands.audit(args)
     if command == "memory":
         return await memory_commands.run(args)
+    if command == "schedules":
+        return await schedule_commands.run(args)
     return await shell.run(args)
 
 

@@ -84,6 +84,10 @@ TOOL_GRANTS: Final[Mapping[str, tuple[str, ...]]] = {
     "artifact_list": ("artifact.read", SESSION_CONTENT),
     "artifact_get": ("artifact.read",),
     "artifact_delete": ("artifact.write",),
+    "schedule_create": ("schedule.write",),
+    "schedule_list": ("run.read",),
+    "schedule_update": ("schedule.write",),
+    "schedule_delete": ("schedule.write",),
 }
 
 #: The grants of reading (or subscribing to) a resource, by the start of its URI. Others need ``admin``.

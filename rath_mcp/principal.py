@@ -30,6 +30,7 @@ GRANTS: Final[tuple[str, ...]] = (
     "memory.delete",
     "artifact.read",
     "artifact.write",
+    "schedule.write",
     "metrics.read",
     "admin",
 )

@@ -15,6 +15,7 @@ from runtime.artifacts.model import ArtifactRecords
 from runtime.durable.store import RunQueue, RunStore
 from runtime.memory.store import MemoryStore
 from runtime.sessions.store import SessionStore
+from runtime.schedules.store import ScheduleStore
 from runtime.store import StoreURL
 
 
@@ -41,6 +42,10 @@ class StoreBackend(Protocol):
     def artifacts(self, tenant: str, project: str) -> ArtifactRecords: ...
     def queue(self) -> RunQueue:
         """The runs of every tenant/project, as one worker serving them all claims and reaps them."""
+        ...
+
+    def schedules(self) -> ScheduleStore:
+        """The schedules of every tenant/project (the ticker fires them all)."""
         ...
 
     def tokens(self) -> TokenStore: ...

@@ -33,12 +33,14 @@ from runtime.durable.engine import POLL_S, Engine
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.service import RunService
 from runtime.durable.store import RunStore
+from runtime.durable.store_shared import Scope
 from runtime.durable.worker import run_worker
 from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.embed import make_embedder
 from runtime.memory.semantic import Semantic
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
+from runtime.schedules import ScheduleService, Ticker
 from runtime.sandbox.local import resolve_isolation
 from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
@@ -154,6 +156,8 @@ class Runtime:
             poll_s=poll_s,
             worker_slots=worker_slots,
         )
+        # Fires due schedules of every scope, on a clock of its own (tests set ``ticker.clock``).
+        self.ticker = Ticker(store.schedules(), self.workflows, self.engine.wake_workers)
         self._sandbox_options: dict[str, Any] = {
             "default_backend": sandbox,
             "opensandbox_settings": opensandbox,
@@ -247,6 +251,12 @@ class Runtime:
         return self.scoped().sandboxes
 
     @property
+    def schedules(self) -> ScheduleService:
+        """The current scope's schedules."""
+        here = self.scoped()
+        return ScheduleService(self.ticker.store, Scope(here.tenant, here.project), here.runs, self.ticker)
+
+    @property
     def artifacts(self) -> ArtifactService:
         return self.scoped().artifacts
 
@@ -331,6 +341,8 @@ class Runtime:
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if rt.semantic is not None:  # embeds what is not embedded yet, then each write's items
                     tg.start_soon(rt.semantic.run, rt.memory.store.vectors())
+                if not url.read_only:  # an inspection fires nothing
+                    tg.start_soon(rt.ticker.run)
                 if workers:
                     tg.start_soon(partial(run_worker, rt.engine, slots=workers))
                 try:

@@ -105,7 +105,7 @@ def test_a_server_start_loads_no_agent_stack_vendor_sdk_or_http_only_module(tmp_
         check=True,
     )
     report = json.loads(done.stdout.splitlines()[-1])
-    assert report["tools"] == 32
+    assert report["tools"] == 37
     loaded = set(report["modules"])
     assert "runtime.durable.runner" in loaded  # the check can fail: the store and the engine are there
     assert sorted(loaded & set(NOT_AT_START)) == []

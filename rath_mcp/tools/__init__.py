@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-from rath_mcp.tools import artifacts, forks, memory, runs, sessions
+from rath_mcp.tools import artifacts, forks, memory, runs, schedules, sessions
 from rath_mcp.waiting import RunWaiter
 from runtime import Runtime
 
@@ -16,3 +16,4 @@ def register_all(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     forks.register(server, rt, waiter)
     memory.register(server, rt)
     artifacts.register(server, rt)
+    schedules.register(server, rt)

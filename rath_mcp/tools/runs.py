@@ -64,6 +64,8 @@ class RunSummary(WireModel):
     error: str | None
     pending_interrupts: list[dict[str, Any]]
     forked_from: ForkedFrom | None = Field(description="the checkpoint this run was forked from; null if not a fork")
+    schedule_id: str | None = Field(default=None, description="the schedule whose tick started this run; null if none")
+    priority: int = Field(default=0, description="higher runs are claimed first (-100..100)")
     created_at: float
     updated_at: float
     hint: str | None = Field(default=None, description="what to do next, in words")

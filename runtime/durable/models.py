@@ -193,6 +193,8 @@ class Run(_Record):
     result: Any = None
     forked_from: str | None = None
     forked_from_seq: int | None = None
+    schedule_id: str | None = None
+    priority: int = 0
 
     @property
     def run_id(self) -> str:
@@ -239,6 +241,8 @@ class Run(_Record):
             result=loads(row["result"]),
             forked_from=row["forked_from"],
             forked_from_seq=row["forked_from_seq"],
+            schedule_id=row["schedule_id"],
+            priority=row["priority"],
         )
 
     def summary(self) -> dict[str, Any]:
@@ -254,6 +258,8 @@ class Run(_Record):
             "error": self.error,
             "pending_interrupts": [i.public() for i in self.pending_interrupts],
             "forked_from": self.origin(),
+            "schedule_id": self.schedule_id,
+            "priority": self.priority,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

@@ -23,6 +23,8 @@ SUMMARY_KEYS = {
     "error",
     "pending_interrupts",
     "forked_from",
+    "schedule_id",
+    "priority",
     "created_at",
     "updated_at",
 }

@@ -64,6 +64,10 @@ VALID: dict[str, dict[str, Any]] = {
     "artifact_list": {},
     "artifact_get": {"artifact_id": "{artifact}"},
     "artifact_delete": {"artifact_id": "{artifact}"},
+    "schedule_create": {"workflow": "echo", "cron": "0 * * * *"},
+    "schedule_list": {},
+    "schedule_update": {"schedule_id": "{schedule}", "paused": True},
+    "schedule_delete": {"schedule_id": "{schedule}"},
 }
 
 #: Methods the test reaches through a list (tools, resources, prompts, completions, subscriptions).
@@ -81,6 +85,7 @@ def placeholders(world: World) -> dict[str, str]:
         "{effect}": world.first("effect"),
         "{memory}": world.first("memory"),
         "{artifact}": world.first("artifact"),
+        "{schedule}": world.first("schedule"),
         "{import}": import_line_with_parent(world.first("session"), new_id("ses")),
     }
 

@@ -40,6 +40,7 @@ KINDS = {
     "{effect}": "eff",
     "{memory}": "mem",
     "{artifact}": "art",
+    "{schedule}": "sch",
     "{uri}": "",
 }
 
@@ -68,6 +69,11 @@ BY_ID: dict[str, list[dict[str, Any]]] = {
     "artifact_save": [{"session_id": "{session}", "path": "report.txt"}],
     "artifact_get": [{"artifact_id": "{artifact}"}],
     "artifact_delete": [{"artifact_id": "{artifact}"}],
+    "schedule_update": [
+        {"schedule_id": "{schedule}", "paused": True},
+        {"schedule_id": "{schedule}", "cron": "5 * * * *"},
+    ],
+    "schedule_delete": [{"schedule_id": "{schedule}"}],
 }
 
 #: Tools that name no object of A (or that list): whatever they answer B must mention none of A's ids.
@@ -84,6 +90,8 @@ LISTING: dict[str, list[dict[str, Any]]] = {
     "delegate": [{"task": "B's task", "workflow": "echo", "wait_s": 0}],
     "run_start": [{"workflow": "echo", "message": "B's run"}],
     "artifact_list": [{}],
+    "schedule_list": [{}],
+    "schedule_create": [{"workflow": "echo", "cron": "0 * * * *"}],
 }
 
 #: Parameters of resource templates: the kind of id each names (None: not scope data, e.g. workflow names).

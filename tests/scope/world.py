@@ -87,6 +87,8 @@ async def populate(client: Client, rt: Runtime) -> World:
         await box.write_file("report.txt", "A's report")
     saved = await call(client, "artifact_save", session_id=appended, path="report.txt")
     world.add("artifact", saved["artifact_id"])
+    scheduled = await call(client, "schedule_create", workflow="echo", cron="0 0 1 1 *", name="A's yearly")
+    world.add("schedule", scheduled["schedule_id"])
     return world
 
 

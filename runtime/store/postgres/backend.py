@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
 from runtime.store.core.artifacts import CoreArtifactStore
 from runtime.store.core.memory import CoreMemoryStore
+from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.executor import PostgresExecutor
@@ -47,6 +48,9 @@ class PostgresBackend:
 
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)
+
+    def schedules(self) -> CoreScheduleStore:
+        return CoreScheduleStore(self.ex)
 
     def tokens(self) -> CoreTokenStore:
         return CoreTokenStore(self.ex)

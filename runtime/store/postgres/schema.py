@@ -301,5 +301,43 @@ ARTIFACTS = [
 ]
 """Artifact metadata (the bytes are in the blob store, ``runtime.artifacts``), as on SQLite."""
 
-ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS]
+OPERATIONS = [
+    Migration(
+        "0500_operations_schedules_priority",
+        """
+        CREATE TABLE schedules (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            name TEXT,
+            workflow TEXT NOT NULL,
+            cron TEXT NOT NULL,
+            timezone TEXT NOT NULL,
+            catch_up TEXT NOT NULL,
+            input TEXT NOT NULL,
+            message TEXT,
+            paused INTEGER NOT NULL DEFAULT 0,
+            next_at DOUBLE PRECISION NOT NULL,
+            last_tick DOUBLE PRECISION,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX schedules_scope ON schedules (tenant, project, id);
+        CREATE INDEX schedules_due ON schedules (paused, next_at);
+        CREATE TABLE schedule_ticks (
+            schedule_id TEXT COLLATE "C" NOT NULL,
+            tick BIGINT NOT NULL,
+            run_id TEXT COLLATE "C",
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (schedule_id, tick)
+        );
+        ALTER TABLE runs ADD COLUMN schedule_id TEXT COLLATE "C";
+        ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX runs_priority ON runs (status, priority DESC, next_at);
+        """,
+    ),
+]
+"""Team operations (CONTRACT §15): schedules, the once-only key of each tick, runs' schedule and priority."""
+
+ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS, *OPERATIONS]
 """Every PostgreSQL migration, in the order they apply (names are never reused or reordered)."""

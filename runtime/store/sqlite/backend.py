@@ -14,6 +14,7 @@ from runtime.errors import StoreError
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
 from runtime.store.core.artifacts import CoreArtifactStore
 from runtime.store.core.memory import CoreMemoryStore
+from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.sqlite import guard, health, recall
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.executor import SQLiteExecutor
@@ -48,6 +49,9 @@ class SQLiteBackend:
 
     def queue(self) -> SQLiteRunQueue:
         return SQLiteRunQueue(self.db)
+
+    def schedules(self) -> CoreScheduleStore:
+        return CoreScheduleStore(self.ex)
 
     def tokens(self) -> CoreTokenStore:
         return CoreTokenStore(self.ex)

@@ -10,6 +10,7 @@ from runtime.store.sqlite.schema.access import MIGRATIONS as ACCESS
 from runtime.store.sqlite.schema.artifacts import MIGRATIONS as ARTIFACTS
 from runtime.store.sqlite.schema.durable import MIGRATIONS as DURABLE
 from runtime.store.sqlite.schema.memory import MIGRATIONS as MEMORY
+from runtime.store.sqlite.schema.operations import MIGRATIONS as OPERATIONS
 from runtime.store.sqlite.schema.sessions import MIGRATIONS as SESSIONS
 
-ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS]
+ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS, *OPERATIONS]
