@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from runtime.artifacts.service import ArtifactService
     from runtime.memory.service import MemoryService
     from runtime.providers.registry import ProviderRegistry
     from runtime.sandbox.registry import SandboxRegistry
@@ -39,3 +40,5 @@ class Services(Protocol):
     def providers(self) -> ProviderRegistry: ...
     @property
     def workflows(self) -> WorkflowCatalog: ...
+    @property
+    def artifacts(self) -> ArtifactService: ...

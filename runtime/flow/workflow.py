@@ -23,15 +23,21 @@ durable step. Unlike OpenRath 2.0.0, a subclass with its own ``__init__`` need n
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+import anyio.to_thread
+
 from runtime.durable.models import Decision, DecisionAction, InterruptKind
+from runtime.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from runtime.flow.services import Services
@@ -40,6 +46,14 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 STEP_ATTR = "__rath_step__"
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while piece := source.read(1024 * 1024):
+            digest.update(piece)
+    return digest.hexdigest()
 
 
 class EffectClass(StrEnum):
@@ -311,6 +325,34 @@ class StepContext(ABC):
     async def text(self, piece: str) -> None:
         """Record a piece of a model's text as it is generated (a ``step.text`` event); default: dropped."""
         return None
+
+    async def save_artifact(
+        self, data: bytes | str | os.PathLike[str], *, name: str | None = None, mime_type: str | None = None
+    ) -> dict[str, Any]:
+        """Keep ``data`` (bytes, text, or the path of a local file) as an artifact of this run and its
+        session; its metadata (``artifact_id``, ``uri``, ``name``, ``size``, ``sha256``, ``mime_type``…).
+
+        Through the effect ledger (keyed by name and content): a step run again after a crash or an
+        interrupt gets the artifact it saved before, not a second one."""
+        if isinstance(data, os.PathLike):
+            path = Path(data)
+            name = name or path.name
+            content: bytes | Path = path
+            digest = await anyio.to_thread.run_sync(_file_sha256, path)
+        else:
+            content = data.encode("utf-8") if isinstance(data, str) else data
+            digest = hashlib.sha256(content).hexdigest()
+        if not name:
+            raise InvalidInputError("save_artifact needs a name for bytes or text (name='report.md')")
+
+        async def save() -> dict[str, Any]:
+            kept = await self.runtime.artifacts.save(
+                content, name=name, mime_type=mime_type, session_id=self.session_id, run_id=self.run_id
+            )
+            return kept.public()
+
+        result: dict[str, Any] = await self.effect(f"artifact:{name}:{digest}", save, EffectClass.IDEMPOTENT)
+        return result
 
 
 class SyncStepContext(ABC):
