@@ -52,6 +52,14 @@ class BlobStore(Protocol):
         """Remove the key (nothing happens when it is not there)."""
         ...
 
+    async def move(self, key: str, to: str) -> bool:
+        """Move the content at ``key`` to ``to`` (replacing it); False when ``key`` is not there."""
+        ...
+
+    async def listed(self, prefix: str) -> list[tuple[str, float]]:
+        """Every key under ``prefix/`` with when it was last written (seconds since the epoch)."""
+        ...
+
 
 def default_url(home: Path) -> str:
     return (home / "artifacts").as_uri()
@@ -140,6 +148,30 @@ class FileBlobStore:
 
     async def delete(self, key: str) -> None:
         await anyio.to_thread.run_sync(self._delete, self._path(key))
+
+    async def move(self, key: str, to: str) -> bool:
+        return await anyio.to_thread.run_sync(self._move, self._path(key), self._path(to))
+
+    def _move(self, source: Path, target: Path) -> bool:
+        try:
+            os.replace(source, target)  # both under one directory tree: a rename
+        except FileNotFoundError:
+            return False
+        _fsync_dir(target.parent)
+        return True
+
+    async def listed(self, prefix: str) -> list[tuple[str, float]]:
+        return await anyio.to_thread.run_sync(self._listed, prefix)
+
+    def _listed(self, prefix: str) -> list[tuple[str, float]]:
+        base = self._path(prefix)
+        found = []
+        for directory, _, names in os.walk(base):
+            for name in names:
+                path = Path(directory) / name
+                with contextlib.suppress(FileNotFoundError):
+                    found.append((path.relative_to(self.root).as_posix(), path.stat().st_mtime))
+        return found
 
     def _delete(self, path: Path) -> None:
         with contextlib.suppress(FileNotFoundError):

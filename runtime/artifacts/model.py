@@ -102,6 +102,10 @@ class ArtifactRecords(Protocol):
         tenant/project still name its content (0: its bytes may go)."""
         ...
 
+    async def refs(self, sha256: str) -> int:
+        """How many rows of this tenant/project name the content ``sha256``."""
+        ...
+
     async def total_size(self) -> int:
         """Bytes of every artifact of this tenant/project (counting each artifact, shared content or not)."""
         ...

@@ -81,6 +81,21 @@ class S3BlobStore:
         with self._translated(key):
             await self._obs.delete_async(self._store, key)
 
+    async def move(self, key: str, to: str) -> bool:
+        try:
+            with self._translated(key):
+                await self._obs.rename_async(self._store, key, to)  # a server-side copy, then a delete
+        except NotFoundError:
+            return False
+        return True
+
+    async def listed(self, prefix: str) -> list[tuple[str, float]]:
+        found: list[tuple[str, float]] = []
+        with self._translated(prefix):
+            async for batch in self._obs.list(self._store, prefix + "/"):
+                found.extend((meta["path"], meta["last_modified"].timestamp()) for meta in batch)
+        return found
+
     @contextlib.contextmanager
     def _translated(self, key: str) -> Iterator[None]:
         """obstore's errors as the runtime's: a missing object, a refusal, an unreachable server."""

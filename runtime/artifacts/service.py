@@ -9,6 +9,7 @@ the same content.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import mimetypes
 import posixpath
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
 MAX_BYTES = 1024**3
 """An artifact's size limit by default (1 GiB)."""
 NAME_CHARS = 255
+ASIDE = ".deleting-"
+"""Bytes being deleted are moved to ``KEY.deleting-…`` first (see ``_drop_content``)."""
+GRACE_S = 3600.0
+"""A GC pass leaves bytes younger than this: a save may have uploaded them and not yet written its row."""
 ASK_FIRST_BYTES = 1024 * 1024
 """Content larger than this is looked for before it is uploaded (smaller is simply put again: a key
 only ever holds the same bytes)."""
@@ -149,8 +154,35 @@ class ArtifactService:
         if gone is None:
             raise NotFoundError(f"artifact {artifact_id} not found (artifact_list shows the ones there are)")
         if left == 0:
-            await self.blobs.delete(gone.key)
+            await self._drop_content(gone.key, gone.sha256)
         return gone
+
+    async def _drop_content(self, key: str, sha: str) -> None:
+        """Remove the bytes of ``sha`` unless a save raced in: they are moved aside first, the rows
+        naming them counted again, and put back if one appeared (that save's check after its row,
+        which runs after this move, puts them back itself when it comes later)."""
+        aside = f"{key}{ASIDE}{new_id('del')[4:]}"
+        if not await self.blobs.move(key, aside):
+            return
+        if await self.records.refs(sha) and not await self.blobs.exists(key):
+            await self.blobs.move(aside, key)
+        else:
+            await self.blobs.delete(aside)
+
+    async def collect(self, older_than_s: float = GRACE_S) -> builtins.list[str]:
+        """A GC pass: remove the bytes no artifact of this tenant/project names (left by a save that
+        died between its upload and its row, or a delete between its move and its removal), when
+        older than ``older_than_s`` (a save in progress has uploaded and not yet written its row)."""
+        removed: builtins.list[str] = []
+        cutoff = now() - older_than_s
+        for key, written in await self.blobs.listed(f"{self.tenant}/{self.project}"):
+            if written > cutoff:
+                continue
+            sha = key.rsplit("/", 1)[-1].split(ASIDE, 1)[0]
+            if ASIDE in key or not await self.records.refs(sha):
+                await self.blobs.delete(key)
+                removed.append(key)
+        return removed
 
     def _check_size(self, name: str, size: int) -> None:
         if size > self.max_bytes:

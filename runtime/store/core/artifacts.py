@@ -60,6 +60,11 @@ def delete_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> 
     return gone, int(left or 0)
 
 
+def content_refs(d: Dialect, tenant: str, project: str, sha256: str) -> Op[int]:
+    found = yield value(_REFS, tenant, project, sha256)
+    return int(found or 0)
+
+
 def total_size(d: Dialect, tenant: str, project: str) -> Op[int]:
     total = yield value("SELECT sum(size) FROM artifacts WHERE tenant = ? AND project = ?", tenant, project)
     return int(total or 0)
@@ -86,6 +91,9 @@ class CoreArtifactStore:
 
     async def delete(self, artifact_id: str) -> tuple[Artifact | None, int]:
         return await self.ex.write(delete_artifact, self.tenant, self.project, artifact_id, small=True)
+
+    async def refs(self, sha256: str) -> int:
+        return await self.ex.read(content_refs, self.tenant, self.project, sha256)
 
     async def total_size(self) -> int:
         return await self.ex.read(total_size, self.tenant, self.project)
