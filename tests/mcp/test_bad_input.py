@@ -28,7 +28,7 @@ async def nothing_written(client: Client) -> None:
 
 async def test_every_tool_refuses_an_unknown_argument_naming_it_and_the_ones_it_takes(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    assert len(tools) == 32
+    assert len(tools) == 37
     for tool in tools:
         schema = tool.input_schema
         assert schema.get("additionalProperties") is False, tool.name

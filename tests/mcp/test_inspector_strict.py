@@ -42,7 +42,7 @@ async def test_inspector_strict_finds_no_warning_in_any_tool_schema(home: Path) 
     assert code == 0, f"inspector exited {code}:\n{err[-3000:]}"
     envelope = json.loads(out)
     tools = envelope["result"]["tools"]
-    assert len(tools) == 32
+    assert len(tools) == 37
     findings = envelope.get("schemaFindings", [])
     report = [
         f"{t['toolName']}: {f['severity']} {f['rule']} at {f['schema']}.{f['path']}"
@@ -57,4 +57,4 @@ async def test_inspector_strict_text_report_is_silent(home: Path) -> None:
     code, out, err = await inspector_tools_list(home)
     assert code == 0, f"inspector exited {code}:\n{err[-3000:]}"
     assert "Warning:" not in err and "Error:" not in err and "Schema portability" not in err, err[-3000:]
-    assert len(json.loads(out)["tools"]) == 32
+    assert len(json.loads(out)["tools"]) == 37

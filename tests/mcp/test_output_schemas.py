@@ -83,7 +83,7 @@ def test_the_lean_schema_accepts_and_refuses_exactly_what_the_generated_one_does
 
 async def test_every_tool_publishes_a_lean_output_schema(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    assert len(tools) == 33
+    assert len(tools) == 37
     for tool in tools:
         assert tool.output_schema is not None, tool.name
         text = json.dumps(tool.output_schema)
