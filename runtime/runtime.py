@@ -40,12 +40,13 @@ from runtime.memory.embed import make_embedder
 from runtime.memory.semantic import Semantic
 from runtime.memory.service import MemoryService
 from runtime.providers.registry import ProviderRegistry
-from runtime.schedules import ScheduleService, Ticker
 from runtime.sandbox.local import resolve_isolation
 from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
 from runtime.sandbox.policy import SandboxPolicy, load_policy
 from runtime.sandbox.registry import SandboxRegistry, check_backend_name
 from runtime.sandbox.workspaces import make_home
+from runtime.schedules import ScheduleService, Ticker
+from runtime.secrets import Secrets, load_secrets
 from runtime.sessions.service import SessionService
 from runtime.store import StoreURL, open_backend, resolve_store
 from runtime.workflows import builtin_workflows
@@ -134,9 +135,12 @@ class Runtime:
         worker_slots: int = 0,
         semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.home = home
         self.store = store
+        # config.json's secrets, resolved when used; its redactor keeps their values out of what is written
+        self.secrets = secrets if secrets is not None else load_secrets(home)
         self.blobs = blobs or open_blob_store(resolve_artifacts_url(None, home))  # where artifacts' bytes live
         self.task_group = task_group
         self.workflows = WorkflowRegistry()
@@ -180,7 +184,7 @@ class Runtime:
     def _make_scope(self, tenant: str, project: str) -> ScopeServices:
         check_scope_name("tenant", tenant)
         check_scope_name("project", project)
-        sessions = SessionService(self.store.sessions(tenant, project))
+        sessions = SessionService(self.store.sessions(tenant, project), redactor=self.secrets.redactor)
         options = dict(self._sandbox_options)
         if (tenant, project) != ("local", "default"):  # OpenSandbox finds containers by label: one namespace per scope
             given = options["opensandbox_settings"]
@@ -319,6 +323,7 @@ class Runtime:
         made = make_embedder(embedder)  # ``embedder``: local, openai[:MODEL], none, or None for the default
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
+        secrets = load_secrets(root)  # a malformed "secrets" section: a plain error, before the store opens
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
@@ -337,6 +342,7 @@ class Runtime:
                     worker_slots=workers,
                     semantic=None if made is None else Semantic(made),
                     blobs=blobs,
+                    secrets=secrets,
                 )
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if rt.semantic is not None:  # embeds what is not embedded yet, then each write's items
@@ -345,6 +351,7 @@ class Runtime:
                     tg.start_soon(rt.ticker.run)
                 if workers:
                     tg.start_soon(partial(run_worker, rt.engine, slots=workers))
+                redacting = secrets.redactor.install()  # log lines never show a resolved secret
                 try:
                     yield rt
                 except BaseException as exc:  # re-raised below, unwrapped by the task group
@@ -354,6 +361,7 @@ class Runtime:
                     with anyio.CancelScope(shield=True):  # close the model SDK clients even when cancelled
                         await rt.providers.aclose()
                     await rt._close_scopes()
+                    redacting()
         finally:
             await backend.close()
         if body_error is not None:

@@ -71,6 +71,7 @@ class LiveContext(StepContext):
         self.engine = engine
         self.store = store
         self.runtime = engine.services
+        self._redact = engine.services.secrets.redactor.text  # what this step writes never holds a secret
         self._before_write = before_write  # commits the run's held steps first (held.py)
         self.run_id = run_id
         self.token = token
@@ -159,6 +160,8 @@ class LiveContext(StepContext):
         result_json: str | None,
         error: str | None,
     ) -> None:
+        redact = self._redact
+        result_json, error = result_json and redact(result_json), error and redact(error)
         record = EffectRecord(effect_id, self.step, self.visit, key, effect_class.value, status, result_json, error)
         stored = await self._write(partial(self.store.record_effect, self.run_id, self.token, record))
         if self._effects is not None:
@@ -210,6 +213,7 @@ class LiveContext(StepContext):
             raise InterruptRaised(known.id)
         interrupt_id = new_id("int")
         expires_at = now() + timeout_s if timeout_s else None
+        prompt = self._redact(prompt)
         new = NewInterrupt(interrupt_id, self.step, self.visit, ordinal, kind, prompt, schema, expires_at)
         await self._write(partial(self.store.park, self.run_id, self.token, new, self.state_json))
         raise InterruptRaised(interrupt_id)
@@ -232,7 +236,7 @@ class LiveContext(StepContext):
         self.output_session_set = True
 
     async def progress(self, message: str) -> None:
-        events: list[EventSpec] = [("step.progress", {"step": self.step, "message": str(message)})]
+        events: list[EventSpec] = [("step.progress", {"step": self.step, "message": self._redact(str(message))})]
         await self._write(partial(self.store.commit, self.run_id, self.token, {}, events))
         self.engine.notify(self.run_id)
 
@@ -241,6 +245,6 @@ class LiveContext(StepContext):
         event, so whoever waits on the run, in any process on the store, can show it at once."""
         if not piece:
             return
-        events: list[EventSpec] = [("step.text", {"step": self.step, "text": str(piece)})]
+        events: list[EventSpec] = [("step.text", {"step": self.step, "text": self._redact(str(piece))})]
         await self._write(partial(self.store.commit, self.run_id, self.token, {}, events))
         self.engine.notify(self.run_id)

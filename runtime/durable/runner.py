@@ -13,7 +13,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
@@ -188,7 +188,7 @@ class Runner:
                 message = f"step {self.step!r} is not in workflow {self.plan.name!r} any more (steps: {known})"
                 return await self._end("failed", message + "; the definition changed under a running run")
             ctx = self._context(spec)
-            out = await self._execute(spec, ctx)
+            out = self._redacted(await self._execute(spec, ctx))
             self.line.raise_error()  # a held commit failed while the step ran: that ends this run here
             if out.kind == "ok":
                 if not await self._advance(spec, ctx, out):
@@ -201,6 +201,15 @@ class Runner:
             if out.kind == "deadline":
                 return await self._end("timed_out", f"the run's deadline passed during step {self.step!r}")
             return await self._fail(spec, ctx, out.error)
+
+    def _redacted(self, out: Outcome) -> Outcome:
+        """The step's outcome with any secret resolved in this process replaced by ``secret://NAME``
+        (``runtime.secrets``): the state, result and error it leaves are what the commit writes."""
+        redact = self.engine.services.secrets.redactor
+        if not redact:
+            return out
+        state, result, error = redact.text(out.state_json), redact.text(out.result_json), redact.text(out.error)
+        return replace(out, state_json=state, result_json=result, error=error)
 
     async def _adopt_plan(self) -> None:
         """The workflow's definition changed since the run last ran: go on with the current one, and

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from runtime.memory.service import MemoryService
     from runtime.providers.registry import ProviderRegistry
     from runtime.sandbox.registry import SandboxRegistry
+    from runtime.secrets import Secrets
     from runtime.sessions.service import SessionService
 
 
@@ -26,7 +27,8 @@ class WorkflowCatalog(Protocol):
 
 
 class Services(Protocol):
-    """Sessions, memory, sandboxes and providers of the current scope, the known workflows, the home directory."""
+    """Sessions, memory, sandboxes and providers of the current scope, the known workflows, the home
+    directory, the secrets of config.json."""
 
     @property
     def home(self) -> Path: ...
@@ -42,3 +44,5 @@ class Services(Protocol):
     def workflows(self) -> WorkflowCatalog: ...
     @property
     def artifacts(self) -> ArtifactService: ...
+    @property
+    def secrets(self) -> Secrets: ...

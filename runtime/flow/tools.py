@@ -24,6 +24,7 @@ import anyio
 from runtime.errors import ControlSignal, InvalidInputError, RathError, UsageError
 from runtime.providers.base import ToolSpec
 from runtime.sandbox.base import CommandResult, Sandbox
+from runtime.secrets import Redactor, Secrets
 from runtime.sessions.model import Chunk, ToolCall
 
 ToolFn = Callable[..., Awaitable[str | dict[str, Any] | list[Any]]]
@@ -212,18 +213,27 @@ def tool_map(tools: Sequence[FlowToolCall]) -> dict[str, FlowToolCall]:
 MAX_TIMEOUT_S = 300.0
 _PATH = {"type": "string", "description": "a path relative to the workspace root, e.g. 'src/main.py'"}
 _TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_S, "default": 30}
+_ENV = {
+    "type": "object",
+    "maxProperties": 32,
+    "propertyNames": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
+    "additionalProperties": {"type": "string", "maxLength": 4096},
+}
 
 
-def _command_result(result: CommandResult) -> dict[str, Any]:
+def _command_result(result: CommandResult, redactor: Redactor | None = None) -> dict[str, Any]:
     """A command's result for the model, always valid JSON within ``MAX_RESULT_CHARS``.
+
+    Its output is where a command's secrets (``run_command``'s ``env``) would leave the sandbox: each
+    value resolved in this process reads ``secret://NAME`` (``runtime.secrets``) before it is kept or shown.
 
     Long output is cut inside its own field (stdout first, then stderr, each keeping its start), never
     across the JSON text, so ``exit_code``, ``timed_out``, ``truncated``, ``limit`` and ``duration_s`` survive.
     """
     body: dict[str, Any] = {
         "exit_code": result.exit_code,
-        "stdout": result.stdout,
-        "stderr": result.stderr,
+        "stdout": redactor.text(result.stdout) if redactor else result.stdout,
+        "stderr": redactor.text(result.stderr) if redactor else result.stderr,
         "timed_out": result.timed_out,
         "truncated": result.truncated,
         "limit": result.limit,
@@ -264,8 +274,10 @@ def _cut(text: str, budget: int) -> str:
 _CUT_MARKER = "\n[... {} more characters cut off; redirect the output to a file and read it in parts]"
 
 
-def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
+def sandbox_tools(sandbox: Sandbox, secrets: Secrets | None = None) -> list[FlowToolCall]:
     """The built-in tools over one ``Sandbox``: read/write/list files, path exists, run command, run code.
+
+    ``secrets``: what ``run_command``'s ``env`` resolves ``secret://NAME`` with (none given: no secrets).
 
     They share one resource key (the workspace), so one agent turn's calls on a workspace run in the
     order the model gave them: a write before a command that reads the file is seen by the command.
@@ -286,11 +298,17 @@ def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
     async def path_exists(path: str) -> dict[str, Any]:
         return {"path": path, "exists": bool(await sandbox.exists(path))}
 
-    async def run_command(command: str, timeout_s: float = 30.0, stdin: str | None = None) -> dict[str, Any]:
-        return _command_result(await sandbox.run_command(command, stdin=stdin, timeout_s=timeout_s))
+    known = secrets if secrets is not None else Secrets({}, "config.json (these tools were given no secrets)")
+
+    async def run_command(
+        command: str, timeout_s: float = 30.0, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        full_env = known.environment(env)  # secret://NAME resolved now, into the command's environment only
+        result = await sandbox.run_command(command, stdin=stdin, env=full_env, timeout_s=timeout_s)
+        return _command_result(result, known.redactor)
 
     async def run_code(code: str, language: str = "python", timeout_s: float = 30.0) -> dict[str, Any]:
-        return _command_result(await sandbox.run_code(code, language=language, timeout_s=timeout_s))
+        return _command_result(await sandbox.run_code(code, language=language, timeout_s=timeout_s), known.redactor)
 
     def obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
         return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
@@ -331,8 +349,10 @@ def sandbox_tools(sandbox: Sandbox) -> list[FlowToolCall]:
         ),
         FlowToolCall(
             "run_command",
-            "Run a shell command in the workspace; returns exit code, stdout and stderr.",
-            obj({"command": text, "timeout_s": _TIMEOUT, "stdin": text}, ["command"]),
+            "Run a shell command in the workspace; returns exit code, stdout and stderr. env: extra environment "
+            "variables, each a literal string or secret://NAME (a configured secret, resolved for this command only; "
+            "its value shows as secret://NAME in the output).",
+            obj({"command": text, "timeout_s": _TIMEOUT, "stdin": text, "env": _ENV}, ["command"]),
             run_command,
             key,
         ),

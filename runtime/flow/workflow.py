@@ -354,6 +354,13 @@ class StepContext(ABC):
         result: dict[str, Any] = await self.effect(f"artifact:{name}:{digest}", save, EffectClass.IDEMPOTENT)
         return result
 
+    async def secret(self, name: str) -> str:
+        """The value of secret ``name`` (config.json ``secrets``), read from its source now.
+
+        Use it, never keep it: anything the step writes (its state, result, effects, events, chunks,
+        log lines) reads ``secret://NAME`` where the value was (``runtime.secrets``)."""
+        return self.runtime.secrets.resolve(name)
+
 
 class SyncStepContext(ABC):
     """The context a *sync* step gets. Sync steps run in an isolated child process, so that a

@@ -6,7 +6,7 @@ Every operation yields new immutable snapshots; nothing is ever modified in plac
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 
@@ -26,6 +26,9 @@ from runtime.sessions.model import (
 )
 from runtime.sessions.store import NewSession, SessionStore, StoredChunk
 
+if TYPE_CHECKING:
+    from runtime.secrets import Redactor
+
 MergeStrategy = Literal["append", "concat"]
 MAX_FORK_COUNT = 64
 #: A write of at most this many sessions or new chunks, and under this many characters of them, is
@@ -41,8 +44,9 @@ INLINE_PARSE_CHARS = 16_000  # an import this small parses in about a millisecon
 class SessionService:
     """Session operations for one tenant/project, reached as ``runtime.sessions``."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, redactor: Redactor | None = None) -> None:
         self.store = store
+        self.redactor = redactor  # secrets resolved in this process never reach a chunk (runtime.secrets)
 
     # -- reading ---------------------------------------------------------------------------
     async def get(self, session_id: str) -> Session:
@@ -111,7 +115,7 @@ class SessionService:
         usage: Usage | dict[str, Any] | None = None,
     ) -> Session:
         """A new root session holding ``chunks``."""
-        items = as_chunks(chunks)
+        items = self._redacted(as_chunks(chunks))
         placement, usage = model_of(Placement, placement, "placement"), model_of(Usage, usage, "usage")
         (info,) = await self.store.insert(
             [
@@ -140,7 +144,7 @@ class SessionService:
 
         Costs the new chunks only, whatever the session's length (no read of its history).
         """
-        items = as_chunks(chunks)
+        items = self._redacted(as_chunks(chunks))
         usage = model_of(Usage, usage, "usage")
         own, extra, added = usage or Usage(), json_object(metadata), fresh(items)
         small = len(added) <= SMALL_WRITE_CHUNKS and sum(len(c.content) for c in items) < SMALL_WRITE_CHARS
@@ -161,6 +165,21 @@ class SessionService:
             small=small,
         )
         return info
+
+    def _redacted(self, chunks: list[Chunk]) -> list[Chunk]:
+        redactor = self.redactor
+        if not redactor:  # no secret resolved in this process: nothing to look for
+            return chunks
+        out = []
+        for c in chunks:
+            content = redactor.text(c.content)
+            calls = c.tool_calls and tuple(
+                t.model_copy(update={"function": t.function.model_copy(update={"arguments": redactor.text(args)})})
+                for t in c.tool_calls
+                for args in (t.function.arguments,)
+            )
+            out.append(c.model_copy(update={"content": content, "tool_calls": calls}))
+        return out
 
     async def fork(
         self, session_id: str, count: int = 1, *, placements: Sequence[Placement | dict[str, Any]] | None = None

@@ -94,7 +94,7 @@ async def workspace_tools(
     from runtime.flow.tools import sandbox_tools
 
     rt = ctx.runtime
-    tools = sandbox_tools(await rt.sandboxes.get(session.placement, workflow=workflow))
+    tools = sandbox_tools(await rt.sandboxes.get(session.placement, workflow=workflow), rt.secrets)
     for spec in mcp_server_specs(rt.home):
         server = await stack.enter_async_context(MCPToolServer(spec))
         tools += await server.tools()
