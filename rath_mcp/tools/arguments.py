@@ -104,6 +104,9 @@ WaitS = Annotated[
     float, Field(ge=0, le=MAX_WAIT_S, description=f"seconds to wait for the run to settle, 0..{MAX_WAIT_S:g}")
 ]
 TimeoutS = Annotated[float, Field(ge=0, le=MAX_WAIT_S, description=f"seconds to wait at most, 0..{MAX_WAIT_S:g}")]
+Priority = Annotated[
+    int, Field(ge=-100, le=100, description="-100..100: a higher run is claimed before a lower one (default 0)")
+]
 DeadlineS = Annotated[
     float | None, Field(gt=0, le=MAX_DEADLINE_S, description="seconds the run may take before it is timed out")
 ]

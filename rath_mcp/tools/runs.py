@@ -27,6 +27,7 @@ from rath_mcp.tools.arguments import (
     JsonArgument,
     JsonObject,
     OptionalText,
+    Priority,
     Reason,
     RunCursor,
     RunId,
@@ -178,6 +179,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         input: Annotated[JsonObject, Field(description="the workflow's input (see workflow_list)" + INSIDE)] = None,
         idempotency_key: IdempotencyKey = None,
         deadline_s: DeadlineS = None,
+        priority: Priority = 0,
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:
         """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
@@ -190,6 +192,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
                 input=input,
                 idempotency_key=idempotency_key,
                 deadline_s=deadline_s,
+                priority=priority,
             )
             run_id = started.id
         return summary_of(await waiter.wait(ctx, run_id, cap(wait_s)), rt)

@@ -44,6 +44,14 @@ from runtime.sessions.service import SessionService
 WATCH_QUIET_S = 5.0  # a store's watch says "look again" after this long without a notification (or poll_s)
 CANCEL_GRACE_S = 5.0
 STATUSES: tuple[str, ...] = get_args(RunStatus)
+PRIORITIES = range(-100, 101)
+
+
+def check_priority(priority: object) -> int:
+    """A run's priority: a whole number from -100 to 100 (higher is claimed first)."""
+    if isinstance(priority, bool) or not isinstance(priority, int) or priority not in PRIORITIES:
+        raise InvalidInputError(f"priority must be a whole number from -100 to 100, got {priority!r}")
+    return priority
 
 
 class RunService:
@@ -146,10 +154,17 @@ class RunService:
         input: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         deadline_s: float | None = None,
+        priority: int = 0,
     ) -> Run:
-        """Queue a run of ``workflow``. The same request with the same ``idempotency_key`` returns the same run."""
+        """Queue a run of ``workflow``. The same request with the same ``idempotency_key`` returns the same run.
+        ``priority`` (-100..100): a higher run is claimed before a lower one, within concurrency limits."""
         return await self.submit(
-            workflow, session_id=session_id, input=input, idempotency_key=idempotency_key, deadline_s=deadline_s
+            workflow,
+            session_id=session_id,
+            input=input,
+            idempotency_key=idempotency_key,
+            deadline_s=deadline_s,
+            priority=priority,
         )
 
     async def submit(
@@ -161,6 +176,7 @@ class RunService:
         input: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         deadline_s: float | None = None,
+        priority: int = 0,
     ) -> Run:
         """Queue a run from ``session_id`` and/or ``message`` (a new session holding it, or appended to the
         given one). Checked first, so a refused start writes nothing.
@@ -170,9 +186,11 @@ class RunService:
         returns the same run (and makes no second session); a different one is a ``ConflictError``
         naming what differs."""
         await self.check_start(workflow, session_id=session_id, input=input, deadline_s=deadline_s)
+        check_priority(priority)
         payload = dict(input or {})
+        asked: dict[str, Any] = {"priority": priority} if priority else {}  # keys stored before priority still match
         fingerprint = request_fingerprint(
-            workflow=workflow, message=message, session_id=session_id, input=payload, deadline_s=deadline_s
+            workflow=workflow, message=message, session_id=session_id, input=payload, deadline_s=deadline_s, **asked
         )
         if idempotency_key is not None:
             existing = await self.by_idempotency_key(idempotency_key)
@@ -192,6 +210,7 @@ class RunService:
             request_hash=fingerprint,
             deadline=now() + deadline_s if deadline_s is not None else None,
             concurrency_key=plan.run_key(payload),
+            priority=priority,
         )
         created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": source}
         run_id = await self.store.create(new, [("run.created", created)])

@@ -95,6 +95,7 @@ class NewRun:
     state_json: str | None = None
     forked_from: tuple[str, int] | None = None
     concurrency_key: str | None = None
+    priority: int = 0
 
     def columns(self) -> dict[str, Any]:
         """The run row's own columns (every backend inserts exactly these)."""
@@ -112,6 +113,7 @@ class NewRun:
             "forked_from": origin[0] if origin else None,
             "forked_from_seq": origin[1] if origin else None,
             "concurrency_key": self.concurrency_key,
+            "priority": self.priority,
         }
 
 

@@ -1,8 +1,9 @@
 """Claims: which queued runs a worker takes, under workflow concurrency limits, and who holds them.
 
-The choice ranks queued runs within their group (workflow, concurrency key) by ``next_at``; a run is
-claimable while its rank plus the group's running count stays within the workflow's limit; the
-claimable ones are taken earliest first. Workflows without a limit take the plain query (no ranking).
+The choice ranks queued runs within their group (workflow, concurrency key) by ``priority`` (highest
+first), then ``next_at``; a run is claimable while its rank plus the group's running count stays within
+the workflow's limit; the claimable ones are taken in that order (``ORDER``; index ``runs_priority``).
+Workflows without a limit take the plain query (no ranking).
 Each claimed run gets a new, higher fencing token and a lease, and two events.
 
 Where writers are serialized (SQLite: one writer at a time, across processes too, by its file lock)
@@ -37,6 +38,9 @@ from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_rows import IN_SCOPE, append_events
 from runtime.store.core.statements import Op, Row, rows, value
 
+ORDER = "priority DESC, next_at, id"
+"""The order runs are claimed in: the highest priority first, then the earliest ready."""
+
 _CLAIM = (
     "UPDATE runs SET status = 'running', lease_owner = ?, lease_token = lease_token + 1, lease_expires = ?, "
     "lease_host = ?, lease_pid = ?, lease_started = ?, updated_at = ?, last_seq = last_seq + 2 "
@@ -65,14 +69,14 @@ def _ranked(
     where = f"status = 'queued' AND next_at <= ? AND {IN_SCOPE} AND workflow{within}"
     here = scope_args(scope)
     if not any(w in limits for w in workflows):
-        return f"SELECT id FROM runs WHERE {where} ORDER BY next_at, id LIMIT ?", [at, *here, *names, limit]
+        return f"SELECT id FROM runs WHERE {where} ORDER BY {ORDER} LIMIT ?", [at, *here, *names, limit]
     caps, args = _caps(d, workflows, limits)
     sql = (
-        f"WITH {caps}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, ROW_NUMBER() OVER "
-        f"(PARTITION BY workflow, concurrency_key ORDER BY next_at, id) AS place FROM runs WHERE {where}) "
+        f"WITH {caps}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, priority, ROW_NUMBER() OVER "
+        f"(PARTITION BY workflow, concurrency_key ORDER BY {ORDER}) AS place FROM runs WHERE {where}) "
         "SELECT r.id FROM ready r JOIN caps c ON c.workflow = r.workflow "
         "LEFT JOIN busy b ON b.workflow = r.workflow AND b.ckey IS NOT DISTINCT FROM r.ckey "
-        "WHERE c.cap IS NULL OR r.place + COALESCE(b.n, 0) <= c.cap ORDER BY r.next_at, r.id LIMIT ?"
+        "WHERE c.cap IS NULL OR r.place + COALESCE(b.n, 0) <= c.cap ORDER BY r.priority DESC, r.next_at, r.id LIMIT ?"
     )
     return sql, [*args, *here, at, *here, *names, limit]
 
@@ -86,8 +90,8 @@ def _locked(
     if free:
         within, names = d.in_list(free)
         picked += yield rows(
-            f"SELECT id, next_at FROM runs WHERE status = 'queued' AND next_at <= ? AND {IN_SCOPE} "
-            f"AND workflow{within} ORDER BY next_at, id LIMIT ?{d.skip_locked}",
+            f"SELECT id, next_at, priority FROM runs WHERE status = 'queued' AND next_at <= ? AND {IN_SCOPE} "
+            f"AND workflow{within} ORDER BY {ORDER} LIMIT ?{d.skip_locked}",
             at, *scope_args(scope), *names, limit,
         )  # fmt: skip
     limited = sorted({w for w in workflows if w in limits})
@@ -104,17 +108,23 @@ def _locked(
             if ids:
                 within, listed = d.in_list(ids)
                 picked += yield rows(
-                    f"SELECT id, next_at FROM runs WHERE id{within} AND status = 'queued' AND next_at <= ? "
-                    f"ORDER BY next_at, id{d.skip_locked}",
+                    f"SELECT id, next_at, priority FROM runs WHERE id{within} AND status = 'queued' AND next_at <= ? "
+                    f"ORDER BY {ORDER}{d.skip_locked}",
                     *listed, at,
                 )  # fmt: skip
-    picked.sort(key=lambda r: (r["next_at"], r["id"]))
+    picked.sort(key=_in_order)
     return [r["id"] for r in picked[:limit]]  # rows locked but not taken stay queued (unlocked at commit)
+
+
+def _in_order(row: Row) -> tuple[int, float, str]:
+    """``ORDER`` in Python: for rows picked by two queries, and RETURNING's rows."""
+    return -int(row["priority"]), float(row["next_at"]), str(row["id"])
 
 
 def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
     """Take up to ``order.limit`` ready runs within its limits: each gets a new, higher fencing token and a
-    lease. Earliest ``next_at`` first. Where writers are serialized, one statement: the choice is a subquery."""
+    lease. Highest priority first, then earliest ``next_at``. Where writers are serialized, one statement:
+    the choice is a subquery."""
     owner, limit, workflows, limits, holder = order.owner, order.limit, order.workflows, order.limits, order.holder
     if limit <= 0 or not workflows:
         return []
@@ -131,7 +141,7 @@ def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
     found: list[Row] = yield rows(
         _CLAIM.format(within=within), owner, at + order.lease_s, host, pid, started, at, *args
     )
-    found = sorted(found, key=lambda r: (r["next_at"], r["id"]))  # RETURNING keeps no order
+    found = sorted(found, key=_in_order)  # RETURNING keeps no order
     for row in found:
         events: list[EventSpec] = [
             ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),

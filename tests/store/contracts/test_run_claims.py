@@ -275,3 +275,27 @@ async def test_the_run_an_ending_commit_ends_no_longer_counts_against_its_workfl
     done = {**RELEASE, "status": "succeeded"}
     (claim,) = await store.commit(ending, held.token, done, [("run.state.changed", {})], then_claim=order)
     assert claim.id == nxt
+
+
+# -- priority -------------------------------------------------------------------------------------
+async def test_higher_priority_runs_are_claimed_first_then_the_earliest(backend: StoreBackend) -> None:
+    store = runs(backend)
+    made = {p: [] for p in (0, 5, -3, 100)}  # type: dict[int, list[str]]
+    for priority in (0, 5, -3, 5, 100, 0):
+        made[priority].append(await started(store, priority=priority))
+    order = [c.id for c in await store.claim("w", 30.0, 3, ["wf"])]
+    order += [c.id for c in await store.claim("w", 30.0, 10, ["wf"])]
+    assert order == [*made[100], *made[5], *made[0], *made[-3]]
+    assert (await store.get(made[100][0])).priority == 100
+
+
+async def test_priority_orders_claims_within_a_concurrency_limit_and_the_whole_queue(backend: StoreBackend) -> None:
+    store, queue = runs(backend), backend.queue()
+    low = await started(store, "capped", priority=-10)
+    high = await started(store, "capped", priority=10)
+    free = await started(store, "free", priority=1)
+    other = await started(runs(backend, "other"), "free", priority=50)
+    limits = {"capped": 1}
+    claimed = [c.id for c in await queue.claim("w", 30.0, 10, ["capped", "free"], limits=limits)]
+    assert claimed == [other, high, free]  # the limit lets one capped run go: the higher one
+    assert low not in claimed
