@@ -57,44 +57,63 @@ class SpaceIndex:
 
     dim: int = 0
     horizon: int = 0
+    size: int = 0
     rows: dict[int, int] = field(default_factory=dict)  # seq -> row
+    scopes: dict[str, int] = field(default_factory=dict)  # scope -> its code in ``codes``
     seqs: Any = None  # int64[capacity]
-    scopes: list[str] = field(default_factory=list)
+    codes: Any = None  # int16[capacity]: each row's scope
     matrix: Any = None  # float32[capacity, dim]
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     def add(self, found: Sequence[tuple[Any, ...]]) -> None:
+        """Rows ``(seq, scope, scale, int8 bytes)``, in place of what the index held for those items."""
         np = numpy()
+        if not found:
+            return
+        if self.matrix is None:
+            self.dim = len(bytes(found[0][3]))
+            self._grow(max(64, len(found)))
+        rows = [r for r in found if len(r[3]) == self.dim]  # another shape under one model id: not comparable
+        if not rows:
+            return
+        blob = b"".join(bytes(r[3]) for r in rows)  # one conversion for the lot: a cold start reads 100k rows
+        scales = np.fromiter((float(r[2]) for r in rows), dtype=np.float32, count=len(rows))
+        vectors = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), self.dim).astype(np.float32) * scales[:, None]
+        at = np.empty(len(rows), dtype=np.int64)
+        for i, r in enumerate(rows):
+            seq = int(r[0])
+            row = self.rows.get(seq)
+            if row is None:
+                row = self.rows[seq] = self.size
+                self.size += 1
+            at[i] = row
+        if self.size > len(self.seqs):
+            self._grow(max(2 * len(self.seqs), self.size))  # doubling: appends stay amortized O(1)
+        self.seqs[at] = [int(r[0]) for r in rows]
+        self.codes[at] = [self.scopes.setdefault(r[1], len(self.scopes)) for r in rows]
+        self.matrix[at] = vectors
 
-        for seq, scope, scale, vec in found:
-            v = np.frombuffer(bytes(vec), dtype=np.int8).astype(np.float32) * float(scale)
-            if self.matrix is None:
-                self.dim = v.shape[0]
-                self.matrix = np.zeros((64, self.dim), dtype=np.float32)
-                self.seqs = np.zeros(64, dtype=np.int64)
-            if v.shape[0] != self.dim:
-                continue  # a vector of another shape under the same model id: not comparable
-            at = self.rows.get(int(seq))
-            if at is None:
-                at = self.rows[int(seq)] = len(self.scopes)
-                self.scopes.append(scope)
-                if at == len(self.seqs):  # grow by doubling: appends stay amortized O(1)
-                    self.matrix = np.concatenate([self.matrix, np.zeros_like(self.matrix)])
-                    self.seqs = np.concatenate([self.seqs, np.zeros_like(self.seqs)])
-                self.seqs[at] = int(seq)
-            self.matrix[at] = v
+    def _grow(self, capacity: int) -> None:
+        np = numpy()
+        matrix, seqs, codes = self.matrix, self.seqs, self.codes
+        self.matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        self.seqs = np.zeros(capacity, dtype=np.int64)
+        self.codes = np.zeros(capacity, dtype=np.int16)
+        if matrix is not None:
+            self.matrix[: len(matrix)], self.seqs[: len(seqs)], self.codes[: len(codes)] = matrix, seqs, codes
 
     def top(self, query: Vectors, n: int, scope: str | None) -> list[tuple[int, float]]:
         """The ``n`` best ``(seq, cosine)``, best first (of ``scope`` only when it is given)."""
         np = numpy()
-
-        size = len(self.scopes)
-        if not size or query.shape[0] != self.dim:
+        if not self.size or query.shape[0] != self.dim:
             return []
-        scores = self.matrix[:size] @ query
+        scores = self.matrix[: self.size] @ query
         if scope is not None:
-            scores = np.where(np.asarray(self.scopes) == scope, scores, -np.inf)
-        n = min(n, size)
+            code = self.scopes.get(scope)
+            if code is None:
+                return []
+            scores = np.where(self.codes[: self.size] == code, scores, -np.inf)
+        n = min(n, self.size)
         best = np.argpartition(-scores, n - 1)[:n]
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(int(self.seqs[i]), float(scores[i])) for i in best if np.isfinite(scores[i])]
