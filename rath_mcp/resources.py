@@ -17,6 +17,7 @@ from rath_mcp.errors import translate_resource
 from runtime import Runtime
 from runtime.artifacts.service import is_text
 from runtime.sessions import Chunk, Session, SessionInfo
+from runtime.sessions.model import TRUST_OF_KIND
 
 JSON = "application/json"
 MARKDOWN = "text/markdown"
@@ -55,6 +56,8 @@ def _chunk_markdown(index: int, chunk: Chunk) -> list[str]:
     title = chunk.kind + (f" ({chunk.name})" if chunk.name else "")
     if chunk.tool_call_id:
         title += f" for call `{chunk.tool_call_id}`"
+    if chunk.trust != TRUST_OF_KIND[chunk.kind]:  # said only where it is not what the kind implies
+        title += f" · trust: {chunk.trust}"
     out = [f"## {index + 1}. {title}", ""]
     if chunk.content:
         out.extend([chunk.content, ""])
