@@ -22,6 +22,8 @@ from mcp import Client
 
 from rath_mcp.server import build_server
 from runtime import EffectClass, InvalidInputError, Runtime, StepContext, Workflow, step
+from runtime.flow.tools import sandbox_tools, tool_map
+from runtime.sandbox.local import LocalSandbox
 from runtime.secrets import Secrets
 
 pytestmark = pytest.mark.anyio
@@ -128,3 +130,26 @@ def test_an_unknown_or_malformed_secret_is_a_clear_error(tmp_path: Path) -> None
     from_file = Secrets({"T": f"file:{tmp_path / 'token'}"}, "config.json")
     assert from_file.resolve("T") == "s3cr3t"
     assert from_file.redactor.text("a s3cr3t b") == "a secret://T b"
+
+
+def test_a_value_is_found_inside_json_text_too() -> None:
+    redactor = Secrets({}, "config.json").redactor
+    value = 'p"a\\ss'
+    redactor.add("PW", value)
+    assert redactor.text(json.dumps({"pw": value})) == '{"pw": "secret://PW"}'
+    assert redactor.value({"k": [value, 1]}) == {"k": ["secret://PW", 1]}
+
+
+async def test_run_command_puts_a_secret_in_the_commands_environment_only(
+    sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RATH_TEST_TOKEN", "tok-" + secrets.token_hex(8))
+    known = Secrets({"TOKEN": "env:RATH_TEST_TOKEN"}, "/home/config.json")
+    run_command = tool_map(sandbox_tools(sandbox, known))["run_command"]
+    env_schema = run_command.parameters["properties"]["env"]
+    assert env_schema["maxProperties"] == 32 and env_schema["additionalProperties"]["maxLength"] == 4096
+    result = await run_command.fn(command='echo "$T $PLAIN"; echo "$T" >&2', env={"T": "secret://TOKEN", "PLAIN": "x"})
+    assert result["exit_code"] == 0
+    assert result["stdout"] == "secret://TOKEN x\n" and result["stderr"] == "secret://TOKEN\n"
+    with pytest.raises(InvalidInputError, match=r"unknown secret 'NOPE' .*/home/config\.json"):
+        await run_command.fn(command="true", env={"T": "secret://NOPE"})
