@@ -147,6 +147,7 @@ def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
 ARTIFACTS_HELP = (
     "where artifacts' bytes go: file:///DIR or s3://BUCKET/PREFIX (default: $RATH_ARTIFACTS, else HOME/artifacts)"
 )
+QUEUED_HELP = "queued runs a tenant/project may have; run_start beyond it is an error naming the limit"
 LEASE_HELP = (
     "seconds a claim on a run lasts unrenewed: how soon a worker on another machine may take over a dead one "
     "(a dead process on this host is taken over at once)"
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frame-bytes", type=_frame_bytes, metavar="SIZE", help="largest message served (default 4M)")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
+    p.add_argument("--max-queued-runs", type=whole(1), default=1000, metavar="N", help=QUEUED_HELP)
     p.add_argument("--auth", choices=AUTH_MODES, default="none", help="how HTTP/SSE callers authenticate")
     p.add_argument("--issuer", metavar="URL", help="--auth oauth: the authorization server's issuer URL")
     p.add_argument("--audience", metavar="URL", help="--auth oauth: the token audience (default: this server's URL)")
@@ -318,6 +320,7 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         project=args.project,
         workers=args.workers,
         lease_s=args.lease_s,
+        max_queued_runs=args.max_queued_runs,
         sandbox=args.sandbox,
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),

@@ -133,6 +133,7 @@ class Runtime:
         lease_s: float = 30.0,
         poll_s: float = POLL_S,
         worker_slots: int = 0,
+        max_queued_runs: int | None = 1000,
         semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
         secrets: Secrets | None = None,
@@ -159,6 +160,7 @@ class Runtime:
             lease_s=lease_s,
             poll_s=poll_s,
             worker_slots=worker_slots,
+            max_queued=max_queued_runs,
         )
         # Fires due schedules of every scope, on a clock of its own (tests set ``ticker.clock``).
         self.ticker = Ticker(store.schedules(), self.workflows, self.engine.wake_workers)
@@ -288,6 +290,7 @@ class Runtime:
         sandbox_policy: SandboxPolicy | None = None,
         artifacts: str | None = None,
         embedder: str | None = "none",
+        max_queued_runs: int | None = 1000,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -303,6 +306,7 @@ class Runtime:
         ``sandbox_policy``: isolation, limits and allow-list of tool commands (default: config.json's).
         ``artifacts``: where artifacts' bytes go (``file:///DIR`` or ``s3://BUCKET/PREFIX``; default
         ``$RATH_ARTIFACTS``, else ``HOME/artifacts``).
+        ``max_queued_runs``: a run start is refused when its tenant/project has this many queued runs (None: no limit).
         """
         check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
         check_scope_name("project", project)
@@ -340,6 +344,7 @@ class Runtime:
                     lease_s=lease_s,
                     poll_s=poll_s,
                     worker_slots=workers,
+                    max_queued_runs=max_queued_runs,
                     semantic=None if made is None else Semantic(made),
                     blobs=blobs,
                     secrets=secrets,

@@ -59,6 +59,8 @@ class Engine:
     poll_s: float = POLL_S
     worker_slots: int = 0
     """Runs this process drives at once; 0: none (worker processes on the same store do)."""
+    max_queued: int | None = 1000
+    """A run start is refused when its tenant/project has this many queued runs (None: no limit)."""
     waiters: dict[str, anyio.Event] = field(default_factory=dict)
     """Local waiters on runs, by run id (ids are unique across scopes)."""
     workers: list[WorkerSignals] = field(default_factory=list)

@@ -211,6 +211,7 @@ class RunService:
             deadline=now() + deadline_s if deadline_s is not None else None,
             concurrency_key=plan.run_key(payload),
             priority=priority,
+            max_queued=self.engine.max_queued,
         )
         created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": source}
         run_id = await self.store.create(new, [("run.created", created)])

@@ -96,6 +96,8 @@ class NewRun:
     forked_from: tuple[str, int] | None = None
     concurrency_key: str | None = None
     priority: int = 0
+    max_queued: int | None = None
+    """Refuse the run when its tenant/project has this many queued runs already (None: no limit; not a column)."""
 
     def columns(self) -> dict[str, Any]:
         """The run row's own columns (every backend inserts exactly these)."""

@@ -32,6 +32,7 @@ from runtime.durable.store import (
     dumps,
 )
 from runtime.durable.store_shared import Scope, idempotency_conflict
+from runtime.errors import ConflictError
 from runtime.ids import now
 from runtime.sessions.store import NewSession
 from runtime.store.core import claims, decisions, reap
@@ -94,7 +95,27 @@ def create(d: Dialect, scope: Scope, new: NewRun, first: Sequence[EventSpec]) ->
             if old["request_hash"] != new.request_hash:
                 raise idempotency_conflict(key, old["id"], old["request_hash"], new.request_hash)
             return str(old["id"])
+    if new.max_queued is not None:
+        yield from _within_quota(d, scope, new.max_queued)
     return (yield from insert_run(d, scope, new.columns(), first))
+
+
+_QUEUED = "SELECT COUNT(*) FROM runs WHERE tenant = ? AND project = ? AND status = 'queued'"  # index runs_scope_status
+#: Where creators run at once (PostgreSQL), a count this close to the limit is taken again under a lock of the
+#: scope, so that creators near the limit queue and none passes it; far from it, creators do not wait on each other.
+QUOTA_SLACK = 64
+
+
+def _within_quota(d: Dialect, scope: Scope, limit: int) -> Op[None]:
+    queued = int((yield value(_QUEUED, scope.tenant, scope.project)) or 0)
+    if d.xact_lock and queued >= limit - QUOTA_SLACK:
+        yield value(d.xact_lock, f"{scope.tenant}/{scope.project}/queued", 0)
+        queued = int((yield value(_QUEUED, scope.tenant, scope.project)) or 0)
+    if queued >= limit:
+        raise ConflictError(
+            f"{scope.tenant}/{scope.project} has {queued} queued runs, at its limit of {limit} "
+            "(--max-queued-runs): wait for some to start, or cancel some with run_cancel"
+        )
 
 
 def cancel(d: Dialect, scope: Scope, run_id: str, reason: str | None) -> Op[tuple[bool, bool]]:

@@ -336,6 +336,7 @@ OPERATIONS = [
         CREATE INDEX runs_priority ON runs (status, priority DESC, next_at);
         """,
     ),
+    Migration("0501_runs_scope_status", "CREATE INDEX runs_scope_status ON runs (tenant, project, status);"),
 ]
 """Team operations (CONTRACT §15): schedules, the once-only key of each tick, runs' schedule and priority."""
 

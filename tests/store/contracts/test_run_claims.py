@@ -12,7 +12,7 @@ import pytest
 
 from runtime.backend import StoreBackend
 from runtime.durable.store import RELEASE, ClaimOrder, EffectRecord, Holder, NewInterrupt, RunStore
-from runtime.errors import LeaseLostError
+from runtime.errors import ConflictError, LeaseLostError
 from runtime.ids import new_id
 from tests.store.contracts.conftest import open_again
 from tests.store.contracts.test_run_store import new_run, runs, started
@@ -299,3 +299,37 @@ async def test_priority_orders_claims_within_a_concurrency_limit_and_the_whole_q
     claimed = [c.id for c in await queue.claim("w", 30.0, 10, ["capped", "free"], limits=limits)]
     assert claimed == [other, high, free]  # the limit lets one capped run go: the higher one
     assert low not in claimed
+
+
+# -- the queued-run quota -------------------------------------------------------------------------
+async def test_a_run_beyond_the_queued_quota_is_refused_naming_the_limit_and_the_count(backend: StoreBackend) -> None:
+    store = runs(backend)
+    for _ in range(3):
+        await started(store, max_queued=3)
+    with pytest.raises(ConflictError, match=r"has 3 queued runs, at its limit of 3 \(--max-queued-runs\)"):
+        await started(store, max_queued=3)
+    assert len(await store.page(None, None, None, 10)) == 3  # nothing written
+    await started(runs(backend, "other"), max_queued=3)  # per tenant/project
+    (claimed,) = await store.claim("w", 30.0, 1, ["wf"])  # a run that started is no longer queued
+    await started(store, max_queued=3)
+    assert claimed.id
+
+
+async def test_creators_racing_at_the_quota_never_pass_it(backend: StoreBackend) -> None:
+    other = await open_again(backend)  # another process on the store
+    store, again = runs(backend), other.runs("local", "default")
+    refused: list[Exception] = []
+
+    async def create(target: RunStore) -> None:
+        try:
+            await started(target, max_queued=70)
+        except ConflictError as exc:
+            refused.append(exc)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(80):
+                tg.start_soon(create, store if i % 2 else again)
+    finally:
+        await other.close()
+    assert len(await store.page("queued", None, None, 100)) == 70 and len(refused) == 10

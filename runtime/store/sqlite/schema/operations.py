@@ -41,4 +41,5 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX runs_priority ON runs (status, priority DESC, next_at);
         """,
     ),
+    Migration("0501_runs_scope_status", "CREATE INDEX runs_scope_status ON runs (tenant, project, status);"),
 ]
