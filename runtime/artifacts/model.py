@@ -85,7 +85,9 @@ def blob_key(tenant: str, project: str, sha256: str) -> str:
 class ArtifactRecords(Protocol):
     """The artifact rows of one tenant/project; each method is one transaction."""
 
-    async def add(self, artifact: Artifact) -> None: ...
+    async def add(self, artifact: Artifact) -> bool:
+        """Insert the row; True when a delete of the same content is under way (``delete`` … ``end_deletion``)."""
+        ...
 
     async def get(self, artifact_id: str) -> Artifact | None:
         """The artifact, or None when there is none of that id in this tenant/project."""
@@ -97,9 +99,16 @@ class ArtifactRecords(Protocol):
         """Oldest first by id, after the id ``after``, at most ``limit``."""
         ...
 
-    async def delete(self, artifact_id: str) -> tuple[Artifact | None, int]:
+    async def delete(self, artifact_id: str, token: str) -> tuple[Artifact | None, int]:
         """Remove the row; the artifact removed (None if there was none) and how many rows of this
-        tenant/project still name its content (0: its bytes may go)."""
+        tenant/project still name its content. At 0 the content is marked as being deleted under
+        ``token`` until ``end_deletion``: a save of it meanwhile is told so by ``add``."""
+        ...
+
+    async def end_deletion(self, sha256: str, token: str) -> None: ...
+
+    async def end_deletions_before(self, cutoff: float) -> int:
+        """Forget the marks of deletes begun before ``cutoff`` and never ended (a process died); how many."""
         ...
 
     async def refs(self, sha256: str) -> int:

@@ -103,8 +103,8 @@ class ArtifactService:
             run_id=run_id,
             created_at=now(),
         )
-        await self.records.add(artifact)  # only now that the bytes are durable
-        if not await self.blobs.exists(key):  # a delete of the last other artifact of this content raced us
+        deleting = await self.records.add(artifact)  # only now that the bytes are durable
+        if deleting and not await self.blobs.exists(key):  # a delete of this content's last other artifact raced
             await self.blobs.put(key, data)
         return artifact
 
@@ -150,18 +150,21 @@ class ArtifactService:
 
     async def delete(self, artifact_id: str) -> Artifact:
         """Remove an artifact; its bytes too when no other artifact of this tenant/project has them."""
-        gone, left = await self.records.delete(artifact_id) if is_id(artifact_id, "art") else (None, 0)
+        token = new_id("del")[4:]
+        gone, left = await self.records.delete(artifact_id, token) if is_id(artifact_id, "art") else (None, 0)
         if gone is None:
             raise NotFoundError(f"artifact {artifact_id} not found (artifact_list shows the ones there are)")
         if left == 0:
-            await self._drop_content(gone.key, gone.sha256)
+            await self._drop_content(gone.key, gone.sha256, token)
+            await self.records.end_deletion(gone.sha256, token)
         return gone
 
-    async def _drop_content(self, key: str, sha: str) -> None:
-        """Remove the bytes of ``sha`` unless a save raced in: they are moved aside first, the rows
-        naming them counted again, and put back if one appeared (that save's check after its row,
-        which runs after this move, puts them back itself when it comes later)."""
-        aside = f"{key}{ASIDE}{new_id('del')[4:]}"
+    async def _drop_content(self, key: str, sha: str, token: str) -> None:
+        """Remove the bytes of ``sha`` unless a save raced in. While the content is marked as being
+        deleted, a save of it checks its bytes once its row is committed (putting them again if
+        missing); here the bytes are moved aside, the rows naming them counted again, and put back
+        if a save's row appeared: whichever order the two take, the saved artifact keeps its bytes."""
+        aside = f"{key}{ASIDE}{token}"
         if not await self.blobs.move(key, aside):
             return
         if await self.records.refs(sha) and not await self.blobs.exists(key):
@@ -182,6 +185,7 @@ class ArtifactService:
             if ASIDE in key or not await self.records.refs(sha):
                 await self.blobs.delete(key)
                 removed.append(key)
+        await self.records.end_deletions_before(cutoff)
         return removed
 
     def _check_size(self, name: str, size: int) -> None:

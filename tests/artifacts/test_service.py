@@ -101,8 +101,8 @@ async def test_a_delete_racing_a_save_of_the_same_content_keeps_the_bytes(blob_u
             def __getattr__(self, name: str) -> object:
                 return getattr(records, name)
 
-            async def delete(self, artifact_id: str) -> object:
-                result = await records.delete(artifact_id)
+            async def delete(self, artifact_id: str, token: str) -> object:
+                result = await records.delete(artifact_id, token)
                 service.records = records
                 racing.append((await service.save(b"shared bytes", name="b.txt")).id)
                 return result
@@ -117,7 +117,7 @@ async def test_a_gc_pass_removes_only_old_bytes_no_artifact_names(blob_url: str,
     async with Runtime.open(tmp_path / "home", workers=0, artifacts=blob_url) as rt:
         kept = await rt.artifacts.save(b"kept", name="kept.txt")
         orphan = await rt.artifacts.save(b"orphan", name="orphan.txt")
-        await rt.artifacts.records.delete(orphan.id)  # as a save that died between its upload and its row
+        await rt.artifacts.records.delete(orphan.id, "t")  # as a save that died between its upload and its row
         assert await rt.artifacts.collect(older_than_s=3600) == []  # too young: a save may be under way
         assert await rt.artifacts.collect(older_than_s=-60) == [orphan.key]
         assert [key for key, _ in await rt.artifacts.blobs.listed("local/default")] == [kept.key]

@@ -12,19 +12,31 @@ from collections.abc import Sequence
 
 from runtime.artifacts.model import COLUMNS, Artifact
 from runtime.errors import StoreError
+from runtime.ids import now
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.statements import Duplicate, Executor, Op, none, one, rows, value
 
 _INSERT = f"INSERT INTO artifacts ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"
 _GET = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ? AND id = ?"
+_DELETING = "SELECT 1 FROM artifact_deletions WHERE tenant = ? AND project = ? AND sha256 = ? LIMIT 1"
 _REFS = "SELECT count(*) FROM artifacts WHERE tenant = ? AND project = ? AND sha256 = ?"
 
 
-def add_artifact(d: Dialect, artifact: Artifact) -> Op[None]:
+def _content_lock(d: Dialect, tenant: str, project: str, sha256: str) -> Op[None]:
+    """Where writers run at once (PostgreSQL), a save's row and a delete's count of one content queue."""
+    if d.xact_lock:
+        yield none(d.xact_lock, f"artifact {tenant} {project} {sha256}", 0)
+
+
+def add_artifact(d: Dialect, artifact: Artifact) -> Op[bool]:
+    """Insert the row; whether a delete of the same content is under way (then the caller checks its bytes)."""
+    yield from _content_lock(d, artifact.tenant, artifact.project, artifact.sha256)
     try:
         yield none(_INSERT, *artifact.row())
     except Duplicate as exc:
         raise StoreError(f"an artifact {artifact.id} exists already") from exc
+    deleting = yield value(_DELETING, artifact.tenant, artifact.project, artifact.sha256)
+    return deleting is not None
 
 
 def get_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> Op[Artifact | None]:
@@ -51,13 +63,44 @@ def list_artifacts(
     return [Artifact.from_row(r) for r in found]
 
 
-def delete_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> Op[tuple[Artifact | None, int]]:
+def delete_artifact(
+    d: Dialect, tenant: str, project: str, artifact_id: str, token: str, at: float
+) -> Op[tuple[Artifact | None, int]]:
+    """Remove the row; with no row left naming its content, mark the content as being deleted (``token``)."""
     gone = yield from get_artifact(d, tenant, project, artifact_id)
     if gone is None:
         return None, 0
+    yield from _content_lock(d, tenant, project, gone.sha256)
     yield none("DELETE FROM artifacts WHERE tenant = ? AND project = ? AND id = ?", tenant, project, artifact_id)
-    left = yield value(_REFS, tenant, project, gone.sha256)
-    return gone, int(left or 0)
+    left = int((yield value(_REFS, tenant, project, gone.sha256)) or 0)
+    if left == 0:
+        yield none(
+            "INSERT INTO artifact_deletions (tenant, project, sha256, token, at) VALUES (?, ?, ?, ?, ?)",
+            tenant,
+            project,
+            gone.sha256,
+            token,
+            at,
+        )
+    return gone, left
+
+
+def end_deletion(d: Dialect, tenant: str, project: str, sha256: str, token: str) -> Op[None]:
+    yield none(
+        "DELETE FROM artifact_deletions WHERE tenant = ? AND project = ? AND sha256 = ? AND token = ?",
+        tenant,
+        project,
+        sha256,
+        token,
+    )
+
+
+def end_deletions_before(d: Dialect, tenant: str, project: str, cutoff: float) -> Op[int]:
+    """Forget the marks of deletes that died before ending them (their bytes are the GC pass's)."""
+    ended = yield none(
+        "DELETE FROM artifact_deletions WHERE tenant = ? AND project = ? AND at < ?", tenant, project, cutoff
+    )
+    return int(ended or 0)
 
 
 def content_refs(d: Dialect, tenant: str, project: str, sha256: str) -> Op[int]:
@@ -78,8 +121,8 @@ class CoreArtifactStore:
         self.tenant = tenant
         self.project = project
 
-    async def add(self, artifact: Artifact) -> None:
-        await self.ex.write(add_artifact, artifact, small=True)
+    async def add(self, artifact: Artifact) -> bool:
+        return await self.ex.write(add_artifact, artifact, small=True)
 
     async def get(self, artifact_id: str) -> Artifact | None:
         return await self.ex.lookup(get_artifact, self.tenant, self.project, artifact_id)
@@ -89,8 +132,14 @@ class CoreArtifactStore:
     ) -> Sequence[Artifact]:
         return await self.ex.read(list_artifacts, self.tenant, self.project, session_id, run_id, after, limit)
 
-    async def delete(self, artifact_id: str) -> tuple[Artifact | None, int]:
-        return await self.ex.write(delete_artifact, self.tenant, self.project, artifact_id, small=True)
+    async def delete(self, artifact_id: str, token: str) -> tuple[Artifact | None, int]:
+        return await self.ex.write(delete_artifact, self.tenant, self.project, artifact_id, token, now(), small=True)
+
+    async def end_deletion(self, sha256: str, token: str) -> None:
+        await self.ex.write(end_deletion, self.tenant, self.project, sha256, token, small=True)
+
+    async def end_deletions_before(self, cutoff: float) -> int:
+        return await self.ex.write(end_deletions_before, self.tenant, self.project, cutoff)
 
     async def refs(self, sha256: str) -> int:
         return await self.ex.read(content_refs, self.tenant, self.project, sha256)

@@ -298,6 +298,19 @@ ARTIFACTS = [
         CREATE INDEX artifacts_run ON artifacts (tenant, project, run_id, id);
         """,
     ),
+    Migration(
+        "0401_artifact_deletions",
+        """
+        CREATE TABLE artifact_deletions (
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            token TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (tenant, project, sha256, token)
+        );
+        """,
+    ),
 ]
 """Artifact metadata (the bytes are in the blob store, ``runtime.artifacts``), as on SQLite."""
 

@@ -40,7 +40,7 @@ async def test_an_artifact_reads_back_in_its_own_scope_only(backend: StoreBacken
     assert await mine.get(saved.id) == saved
     assert await backend.artifacts("other", "web").get(saved.id) is None
     assert await backend.artifacts("acme", "app").get(saved.id) is None
-    assert await backend.artifacts("other", "web").delete(saved.id) == (None, 0)
+    assert await backend.artifacts("other", "web").delete(saved.id, "t0") == (None, 0)
     assert await mine.get(saved.id) == saved
     with pytest.raises(StoreError, match="exists already"):
         await mine.add(saved)
@@ -70,7 +70,25 @@ async def test_a_delete_counts_the_rows_left_naming_the_same_content(backend: St
     for a in (first, second, other):
         await store.add(a)
     await backend.artifacts("other", "web").add(elsewhere)
-    assert await store.delete(first.id) == (first, 1)
-    assert await store.delete(first.id) == (None, 0)
-    assert await store.delete(second.id) == (second, 0)  # the other tenant's row keeps its own bytes
+    assert await store.delete(first.id, "t1") == (first, 1)
+    assert await store.delete(first.id, "t2") == (None, 0)
+    assert await store.add(artifact("b" * 64)) is False  # no delete of that content under way
+    assert await store.delete(second.id, "t3") == (second, 1)
     assert await store.get(other.id) == other
+
+
+async def test_a_save_during_the_delete_of_its_content_is_told_so(backend: StoreBackend) -> None:
+    store = backend.artifacts("acme", "web")
+    only = artifact("d" * 64)
+    assert await store.add(only) is False
+    assert await store.delete(only.id, "tok") == (only, 0)  # the last row: the content is being deleted
+    assert await backend.artifacts("other", "web").add(artifact("d" * 64, tenant="other")) is False
+    assert await store.add(artifact("d" * 64)) is True  # so this save checks its bytes after its row
+    assert await store.refs("d" * 64) == 1
+    await store.end_deletion("d" * 64, "tok")
+    assert await store.add(artifact("d" * 64)) is False
+    stale = artifact("e" * 64)
+    await store.add(stale)
+    await store.delete(stale.id, "died")  # a delete whose process died before it ended
+    assert await store.end_deletions_before(0.0) == 0 and await store.add(artifact("e" * 64)) is True
+    assert await store.end_deletions_before(2e12) == 1 and await store.add(artifact("e" * 64)) is False

@@ -29,4 +29,18 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX artifacts_run ON artifacts (tenant, project, run_id, id);
         """,
     ),
+    # A content whose bytes a delete is removing: a save of it meanwhile checks its bytes after its row.
+    Migration(
+        "0401_artifact_deletions",
+        """
+        CREATE TABLE artifact_deletions (
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            token TEXT NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (tenant, project, sha256, token)
+        );
+        """,
+    ),
 ]
