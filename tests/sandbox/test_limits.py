@@ -215,10 +215,10 @@ def test_bad_settings_are_clear_errors(settings: dict[str, object], message: str
         SandboxPolicy().updated(settings, where="test")
 
 
-def test_the_readme_sandbox_config_is_what_load_policy_reads(tmp_path: Path) -> None:
-    from tests.test_examples import readme_blocks
+def test_the_docs_sandbox_config_is_what_load_policy_reads(tmp_path: Path) -> None:
+    from tests.doc_text import DOCS, blocks
 
-    [snippet] = readme_blocks("jsonc")
+    [snippet] = blocks(DOCS / "sandbox.md", "jsonc")
     (tmp_path / "config.json").write_text(snippet)
     policy = load_policy(tmp_path)
     assert policy.limits == ToolLimits(4 * 1024**3, 512, 1024**3, 600, 10 * 1024**3)
