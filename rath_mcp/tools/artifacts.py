@@ -84,13 +84,13 @@ PREVIEW_CHARS = 1_000
 
 
 async def kept_if_large(
-    rt: Runtime, text: str, name: str, mime_type: str, session_id: str | None = None
+    rt: Runtime, text: str, name: str, mime_type: str, session_id: str | None = None, run_id: str | None = None
 ) -> tuple[Artifact, str] | None:
     """``text`` kept as an artifact, and its first characters, when it is over ``LARGE_BYTES``; else None."""
     data = text.encode("utf-8")
     if len(data) <= LARGE_BYTES:
         return None
-    artifact = await rt.artifacts.save(data, name=name, mime_type=mime_type, session_id=session_id)
+    artifact = await rt.artifacts.save(data, name=name, mime_type=mime_type, session_id=session_id, run_id=run_id)
     return artifact, text[:PREVIEW_CHARS]
 
 

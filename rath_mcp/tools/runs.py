@@ -7,11 +7,12 @@ they wait, and ask a human through the client when the run parks on an interrupt
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp_types import InputRequiredResult
+from mcp_types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import Field
 
 from rath_mcp.errors import translate_tool
@@ -37,6 +38,7 @@ from rath_mcp.tools.arguments import (
     WaitS,
     WorkflowName,
 )
+from rath_mcp.tools.artifacts import kept_if_large, resource_link
 from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
 from runtime import InvalidInputError, Runtime
@@ -105,8 +107,13 @@ class RunList(WireModel):
 
 class EventPage(WireModel):
     run_id: str
-    events: list[dict[str, Any]]
+    events: list[dict[str, Any]] = Field(
+        description="empty when the page is over 256 KB: it is then the artifact at uri"
+    )
     next_after_seq: int = Field(description="pass as after_seq to read on")
+    artifact_id: str | None = Field(default=None, description="the artifact holding a page over 256 KB (JSON)")
+    uri: str | None = Field(default=None, description="rath://artifacts/{artifact_id}, for a page over 256 KB")
+    preview: str | None = Field(default=None, description="the start of a page over 256 KB")
 
 
 class InterruptList(WireModel):
@@ -233,11 +240,28 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         run_id: RunId,
         after_seq: Annotated[int, Field(ge=0, le=MAX_INDEX)] = 0,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
-    ) -> EventPage:
-        """A run's events in order, after a sequence number."""
+    ) -> Annotated[CallToolResult, EventPage]:
+        """A run's events in order, after a sequence number (a page over 256 KB comes as a resource_link)."""
         events = await rt.runs.events(run_id, after_seq, limit)
         last = events[-1].seq if events else after_seq
-        return EventPage(run_id=run_id, events=[e.model_dump(mode="json") for e in events], next_after_seq=last)
+        page = EventPage(run_id=run_id, events=[e.model_dump(mode="json") for e in events], next_after_seq=last)
+        text = json.dumps(page.events, ensure_ascii=False)
+        kept = await kept_if_large(
+            rt, text, f"{run_id}-events-{after_seq + 1}-{last}.json", "application/json", run_id=run_id
+        )
+        if kept is None:
+            return CallToolResult(
+                content=[TextContent(text=page.model_dump_json(exclude_none=True))],
+                structured_content=page.model_dump(mode="json", exclude_none=True),
+            )
+        artifact, preview = kept
+        linked = EventPage(
+            run_id=run_id, events=[], next_after_seq=last, artifact_id=artifact.id, uri=artifact.uri, preview=preview
+        )
+        return CallToolResult(
+            content=[TextContent(text=linked.model_dump_json()), resource_link(artifact)],
+            structured_content=linked.model_dump(mode="json"),
+        )
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
+from typing import Any
 
 import pytest
 from mcp import Client
 from mcp_types import BlobResourceContents, ResourceLink, TextResourceContents
 
 from runtime import Runtime
+from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
 from tests.mcp.conftest import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +92,31 @@ async def test_a_large_session_export_comes_back_as_a_link_whose_resource_holds_
     assert len(whole.text.encode()) == link.size
     imported = await call(client, "session_import", jsonl=whole.text)  # the whole export: it imports as is
     assert imported["session_id"] == sid
+
+
+class Chatty(Workflow):
+    """Report progress at length: a page of its events is over 256 KB."""
+
+    @step(entry=True, effects=EffectClass.READ_ONLY)
+    async def talk(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        for i in range(12):
+            await ctx.progress(f"{i} " + "z" * 30_000)
+        return {}
+
+
+async def test_a_large_page_of_run_events_comes_back_as_a_link(client: Client, rt: Runtime) -> None:
+    name = rt.workflows.register(Chatty).name
+    run = await call(client, "run_start", workflow=name, wait_s=20)
+    assert run["status"] == "succeeded", run
+    small = await call(client, "run_events", run_id=run["run_id"], limit=3)
+    assert len(small["events"]) == 3 and "uri" not in small
+    large = await client.call_tool("run_events", {"run_id": run["run_id"], "limit": 1000})
+    body = large.structured_content
+    assert not large.is_error and body is not None and body["events"] == [] and body["next_after_seq"] > 12
+    (link,) = [c for c in large.content if isinstance(c, ResourceLink)]
+    (whole,) = (await client.read_resource(str(link.uri))).contents
+    assert isinstance(whole, TextResourceContents) and whole.mime_type == "application/json"
+    events = json.loads(whole.text)
+    assert events[-1]["seq"] == body["next_after_seq"] and sum(e["type"] == "step.progress" for e in events) == 12
+    listed = await call(client, "artifact_list", run_id=run["run_id"])
+    assert [a["artifact_id"] for a in listed["artifacts"]] == [body["artifact_id"]]
