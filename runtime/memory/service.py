@@ -115,7 +115,7 @@ class MemoryService:
         and returns only items sharing at least one term with the query (a query with no searchable
         words has no hits; a very long one counts its first ``MAX_QUERY_TERMS`` distinct terms);
         ``semantic`` ranks by the cosine of the embeddings (items not embedded yet are not found);
-        ``hybrid`` fuses the two rankings by reciprocal rank fusion (``semantic.fuse``). A snippet of
+        ``hybrid`` fuses the two rankings' normalized scores (``semantic.fuse``). A snippet of
         a very long item is found in its first ``SNIPPET_SCAN`` characters divided among the hits.
         """
         if not isinstance(query, str) or not query.strip():

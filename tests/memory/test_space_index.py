@@ -26,3 +26,26 @@ def test_batches_grow_the_index_and_a_new_vector_replaces_the_old() -> None:
     assert index.top(unit[120], 3, "user")[0][0] != 121 and index.top(unit[120], 3, "resources") == []
     index.add(rows(unit[120:121], range(5, 6)))  # item 5 now holds what 121 holds: same row, new vector
     assert index.size == 150 and {seq for seq, _ in index.top(unit[120], 2, None)} == {5, 121}
+
+
+def test_fusion_puts_what_both_find_first_and_keeps_scores_above_zero() -> None:
+    from runtime.memory.model import MemoryItem
+    from runtime.memory.semantic import fuse
+    from runtime.memory.store import Found
+
+    def found(name: str, score: float) -> Found:
+        item = MemoryItem(
+            id=name, uri=f"memory://user/{name}", scope="user", content=name, created_at=0, updated_at=0,
+            tenant="local", project="default",
+        )  # fmt: skip
+        return Found(item, score)
+
+    keyword = [found("words", 9.0), found("both", 3.0)]
+    semantic = [found("meaning", 0.91), found("both", 0.90), found("far", 0.70)]
+    fused = fuse(keyword, semantic, 10)
+    assert [(f.item.id, how) for f, how in fused] == [
+        ("both", "both"),
+        ("meaning", "semantic"),
+        ("words", "keyword"),
+    ]  # "far", the worst cosine and no word, scores 0: not a hit
+    assert all(f.score > 0 for f, _ in fused) and fuse([], [], 5) == []
