@@ -81,6 +81,7 @@ def dsn(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture
 async def two(dsn: str | None, tmp_path: Path) -> AsyncIterator[tuple[MemoryStore, MemoryStore]]:
     """Two handles on one fresh store, as two processes have."""
+    stores: list[MemoryStore]
     async with AsyncExitStack() as stack:
         if dsn is not None:
             await apply(dsn, MEMORY)
