@@ -69,6 +69,13 @@ def test_sessions_fork_merge_keeps_shared_history_once(home: Path) -> None:
     assert (home / "rath.db").is_file()
 
 
+def test_artifacts_keeps_files_and_one_copy_of_the_same_bytes(home: Path) -> None:
+    out = run_example("artifacts.py", home)
+    assert re.search(r"saved table.csv \(8 bytes, text/csv\) and report.md as rath://artifacts/art_\w+", out), out
+    assert "read back report.md: '# Report'" in out and "the session had 2 artifact(s)" in out
+    assert "share one copy: True" in out
+
+
 def test_memory_recall_finds_only_matching_items(home: Path) -> None:
     out = run_example("memory_recall.py", home)
     assert re.search(r"recall 'which database does staging use': 1 hit\(s\)\n\s+[\d.]+\s+memory://resources/", out)
