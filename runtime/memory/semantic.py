@@ -43,6 +43,8 @@ fusion (k = 60) on every group of questions (recall@5 0.904 against 0.791 over a
 0.500 on questions sharing no word, 1.0 against 0.986 on those sharing one); 0.6 to 0.8 were alike,
 0.5 worse (``docs/memory.md``)."""
 RETRY_S = 5.0
+FULL_PASS_S = 300.0
+"""How often the embedding task also looks at every item (those written by processes without an embedder)."""
 
 
 def quantize(vectors: Vectors) -> list[tuple[float, bytes]]:
@@ -130,13 +132,19 @@ class Semantic:
         self._indexes: dict[tuple[str, str], SpaceIndex] = {}
         self._wake = anyio.Event()
         self._idle = anyio.Event()
+        self._written: set[str] = set()  # ids written since the task last looked
+        self._full = True  # whether the next pass looks at every item
 
     @property
     def model(self) -> str:
         return self.embedder.model
 
-    def wake(self) -> None:
-        """Items were written: the embedding task looks for what to embed."""
+    def wake(self, ids: Sequence[str] | None = None) -> None:
+        """Items were written (these ``ids``; None: unknown, look at every item): the task embeds them."""
+        if ids is None:
+            self._full = True
+        else:
+            self._written.update(ids)
         self._wake.set()
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
 
@@ -145,27 +153,47 @@ class Semantic:
         await self._idle.wait()
 
     async def run(self, vectors: VectorStore) -> None:
-        """The embedding task: embed what is pending, then wait to be woken; never returns."""
+        """The embedding task; never returns. At start, and every ``FULL_PASS_S`` (items another
+        process wrote without an embedder), it looks at every item (one anti-join over the items:
+        ~40 ms at 100k); woken by a write of this process, only at the items written."""
         delay = RETRY_S
+        self._full = True
         while True:
             self._wake = anyio.Event()
+            full, self._full = self._full, False
+            ids, self._written = list(self._written), set()
             try:
-                await self.embed_pending(vectors)
+                await self.embed_pending(vectors, None if full else ids)
                 delay = RETRY_S
             except Exception as exc:  # an unreachable endpoint, a store failing over: try again later
                 log.warning("embedding memory items failed (%s); retrying in %.0f s", exc, delay)
+                self._full = True
                 with anyio.move_on_after(delay):
                     await self._wake.wait()
                 delay = min(delay * 2, 300.0)
                 continue
             if not self._wake.is_set():
                 self._idle.set()
-            await self._wake.wait()
+            with anyio.move_on_after(FULL_PASS_S) as waited:
+                await self._wake.wait()
+            self._full = self._full or waited.cancelled_caught
 
-    async def embed_pending(self, vectors: VectorStore) -> int:
-        """Embed every item not embedded by the current model; returns how many were stored."""
+    async def embed_pending(self, vectors: VectorStore, ids: Sequence[str] | None = None) -> int:
+        """Embed every item (or those of ``ids``) not embedded by the current model; returns how
+        many were stored."""
         after, stored = 0, 0
-        while batch := await vectors.pending(self.model, after, BATCH):
+        todo = None if ids is None else list(ids)
+        while True:
+            if todo is None:  # every item, in seq order
+                batch = await vectors.pending(self.model, after, BATCH)
+                if not batch:
+                    return stored
+            elif not todo:
+                return stored
+            else:  # the items written: most need a vector, since they were just written
+                batch, todo = await vectors.pending_of(self.model, todo[:BATCH]), todo[BATCH:]
+                if not batch:
+                    continue
             bodies = [text.body(r["content"], _tags(r["tags"])) for r in batch]
             made = await anyio.to_thread.run_sync(self.embedder.passages, bodies)
             packed = quantize(made)
@@ -174,7 +202,6 @@ class Semantic:
                 [(int(r["seq"]), r["digest"] or "", s, b) for r, (s, b) in zip(batch, packed, strict=True)],
             )
             after = int(batch[-1]["seq"])
-        return stored
 
     async def search(
         self, store: MemoryStore, key: tuple[str, str], query: str, n: int, scope: str | None

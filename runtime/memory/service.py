@@ -76,9 +76,9 @@ class MemoryService:
         self.semantic = semantic  # None: no embedder, keyword recall only
         self._key = scope
 
-    def _written(self) -> None:
+    def _written(self, items: builtins.list[MemoryItem]) -> None:
         if self.semantic is not None:
-            self.semantic.wake()
+            self.semantic.wake([i.id for i in items])
 
     async def remember(
         self,
@@ -103,7 +103,7 @@ class MemoryService:
             id=memory_id,
         )
         stored = (await self.store.put([new]))[0]
-        self._written()
+        self._written([stored])
         return stored
 
     async def recall(
@@ -272,7 +272,7 @@ class MemoryService:
             if t
         ]
         stored = await self.store.put([archive, *extracted], supersede=superseded)
-        self._written()
+        self._written(stored)
         return CommitResult(
             archived_uri=archived_uri,
             extracted_count=len(extracted),

@@ -64,6 +64,10 @@ class VectorStore(Protocol):
         """Rows (``seq``, ``digest``, ``content``, ``tags``) of items after ``after`` not embedded by ``model``."""
         ...
 
+    async def pending_of(self, model: str, ids: Sequence[str]) -> list[Any]:
+        """As ``pending``, of the items ``ids`` only (what a write just stored)."""
+        ...
+
     async def save(self, model: str, made: Sequence[tuple[int, str, float, bytes]]) -> int:
         """Store vectors (``seq``, digest embedded, scale, int8 bytes) of items still holding that content."""
         ...

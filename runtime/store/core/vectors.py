@@ -28,11 +28,12 @@ from runtime.store.core.statements import Executor, Op, Row, many, rows, tuples,
 
 #: Not superseded: such items left the keyword index and are not embedded either.
 _LIVE = f"i.tags NOT LIKE '%\"{SUPERSEDED}\"%'"
-_PENDING = (
+_UNEMBEDDED = (
     "SELECT i.seq, i.digest, i.content, i.tags FROM memory_items i"
     " LEFT JOIN memory_vectors v ON v.seq = i.seq AND v.model = ? AND v.digest = coalesce(i.digest, '')"
-    f" WHERE i.seq > ? AND v.seq IS NULL AND {_LIVE} ORDER BY i.seq LIMIT ?"
+    f" WHERE v.seq IS NULL AND {_LIVE}"
 )
+_PENDING = f"{_UNEMBEDDED} AND i.seq > ? ORDER BY i.seq LIMIT ?"
 
 
 def _save_sql(d: Dialect) -> str:
@@ -47,6 +48,16 @@ def _save_sql(d: Dialect) -> str:
 def pending(d: Dialect, model: str, after: int, limit: int) -> Op[list[Row]]:
     """Items (of every space) after ``seq`` ``after`` with no vector of ``model`` for their content."""
     found: list[Row] = yield rows(_PENDING, model, after, limit)
+    return found
+
+
+def pending_of(d: Dialect, model: str, ids: Sequence[str]) -> Op[list[Row]]:
+    """Those of the items ``ids`` (of any space) with no vector of ``model`` for their content: one
+    probe of the id index per item, where ``pending`` walks every item."""
+    if not ids:
+        return []
+    where, args = d.in_list(list(ids))
+    found: list[Row] = yield rows(f"{_UNEMBEDDED} AND i.id{where} ORDER BY i.seq", model, *args)
     return found
 
 
@@ -127,6 +138,9 @@ class CoreVectorStore:
 
     async def pending(self, model: str, after: int, limit: int) -> list[Row]:
         return await self.ex.read(pending, model, after, limit)
+
+    async def pending_of(self, model: str, ids: Sequence[str]) -> list[Row]:
+        return await self.ex.read(pending_of, model, list(ids))
 
     async def save(self, model: str, made: Sequence[tuple[int, str, float, bytes]]) -> int:
         return await self.ex.write(save, model, list(made))

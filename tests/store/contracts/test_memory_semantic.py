@@ -131,7 +131,10 @@ async def test_a_rewritten_or_deleted_item_is_not_found_by_its_old_vector(
     assert await first(reader, b, "what's my pet called") == "memory://user/pet"
     await remember(a, {"pet": "the user's car is a blue hatchback"})
     assert await first(reader, b, "what's my pet called") != "memory://user/pet"  # stale until embedded again
-    assert await writer.embed_pending(a.vectors()) == 1
+    pet, tea = await a.at("memory://user/pet"), await a.at("memory://user/tea")
+    assert pet is not None and tea is not None
+    assert await writer.embed_pending(a.vectors(), [tea.id, pet.id, "mem_" + "0" * 24]) == 1  # the items written
+    assert await writer.embed_pending(a.vectors()) == 0
     assert await first(reader, b, "what kind of car does the user drive") == "memory://user/pet"
     assert await a.delete(uri="memory://user/pet") == 1
     assert await first(reader, b, "what kind of car does the user drive") != "memory://user/pet"
