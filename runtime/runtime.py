@@ -27,7 +27,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from runtime.artifacts.blobs import BlobStore, open_blob_store, resolve_artifacts_url
-from runtime.artifacts.service import ArtifactService
+from runtime.artifacts.service import ArtifactService, limits_from_env
 from runtime.backend import StoreBackend
 from runtime.durable.engine import POLL_S, Engine
 from runtime.durable.registry import WorkflowRegistry
@@ -327,6 +327,7 @@ class Runtime:
         made = make_embedder(embedder)  # ``embedder``: local, openai[:MODEL], none, or None for the default
         resolve_isolation(sandbox_policy.isolation)  # so is --isolation bwrap without bubblewrap
         blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
+        limits_from_env()  # so is a bad $RATH_ARTIFACT_MAX_BYTES or $RATH_ARTIFACT_QUOTA
         secrets = load_secrets(root)  # a malformed "secrets" section: a plain error, before the store opens
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None

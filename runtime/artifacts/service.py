@@ -12,8 +12,9 @@ from __future__ import annotations
 import builtins
 import hashlib
 import mimetypes
+import os
 import posixpath
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,8 +22,9 @@ import anyio.to_thread
 
 from runtime.artifacts.blobs import BlobStore
 from runtime.artifacts.model import CHUNK, Artifact, ArtifactRecords, blob_key
-from runtime.errors import InvalidInputError, NotFoundError
+from runtime.errors import InvalidInputError, NotFoundError, UsageError
 from runtime.ids import is_id, new_id, now
+from runtime.sandbox.policy import parse_size
 
 if TYPE_CHECKING:
     from runtime.sandbox.registry import SandboxRegistry
@@ -52,7 +54,7 @@ class ArtifactService:
         sessions: SessionService,
         sandboxes: SandboxRegistry,
         *,
-        max_bytes: int = MAX_BYTES,
+        max_bytes: int | None = None,
         quota_bytes: int | None = None,
     ) -> None:
         self.records = records
@@ -61,8 +63,9 @@ class ArtifactService:
         self.project = project
         self.sessions = sessions
         self.sandboxes = sandboxes
-        self.max_bytes = max_bytes
-        self.quota_bytes = quota_bytes
+        from_env = limits_from_env()  # a bad value is an error when the runtime opens (its first scope)
+        self.max_bytes = max_bytes if max_bytes is not None else from_env[0]
+        self.quota_bytes = quota_bytes if quota_bytes is not None else from_env[1]
 
     async def save(
         self,
@@ -191,6 +194,18 @@ class ArtifactService:
     def _check_size(self, name: str, size: int) -> None:
         if size > self.max_bytes:
             raise InvalidInputError(f"{name!r} is {size} bytes, over the artifact size limit of {self.max_bytes} bytes")
+
+
+def limits_from_env(env: Mapping[str, str] = os.environ) -> tuple[int, int | None]:
+    """The size limit of one artifact (``$RATH_ARTIFACT_MAX_BYTES``, default 1 GiB) and the quota of a
+    tenant/project (``$RATH_ARTIFACT_QUOTA``, default none), as sizes such as ``512M`` or ``20G``."""
+    max_text, quota_text = env.get("RATH_ARTIFACT_MAX_BYTES"), env.get("RATH_ARTIFACT_QUOTA")
+    try:
+        limit = parse_size(max_text, "RATH_ARTIFACT_MAX_BYTES") if max_text else MAX_BYTES
+        quota = parse_size(quota_text, "RATH_ARTIFACT_QUOTA") if quota_text else None
+    except UsageError as exc:
+        raise InvalidInputError(str(exc)) from None
+    return limit, quota
 
 
 def _check_name(name: str) -> str:

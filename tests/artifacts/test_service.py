@@ -122,3 +122,16 @@ async def test_a_gc_pass_removes_only_old_bytes_no_artifact_names(blob_url: str,
         assert await rt.artifacts.collect(older_than_s=-60) == [orphan.key]
         assert [key for key, _ in await rt.artifacts.blobs.listed("local/default")] == [kept.key]
         assert (await rt.artifacts.read(kept.id))[1] == b"kept"
+
+
+async def test_the_limits_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RATH_ARTIFACT_MAX_BYTES", "1K")
+    monkeypatch.setenv("RATH_ARTIFACT_QUOTA", "2K")
+    async with Runtime.open(tmp_path / "home", workers=0) as rt:
+        assert (rt.artifacts.max_bytes, rt.artifacts.quota_bytes) == (1024, 2048)
+        with pytest.raises(InvalidInputError, match="over the artifact size limit of 1024 bytes"):
+            await rt.artifacts.save(b"x" * 1025, name="big")
+    monkeypatch.setenv("RATH_ARTIFACT_QUOTA", "lots")
+    with pytest.raises(InvalidInputError, match="RATH_ARTIFACT_QUOTA 'lots' is not a size"):
+        async with Runtime.open(tmp_path / "home", workers=0):
+            pass
