@@ -14,8 +14,8 @@ from runtime.access.store import AuditStore, TokenStore
 from runtime.artifacts.model import ArtifactRecords
 from runtime.durable.store import RunQueue, RunStore
 from runtime.memory.store import MemoryStore
-from runtime.sessions.store import SessionStore
 from runtime.schedules.store import ScheduleStore
+from runtime.sessions.store import SessionStore
 from runtime.store import StoreURL
 
 

@@ -61,6 +61,17 @@ def _caps(d: Dialect, workflows: Sequence[str], limits: Limits) -> tuple[str, li
     return sql, [v for w in workflows for v in (w, limits.get(w))]
 
 
+#: Fair claiming across tenants/projects (the queue's claims, serving every scope): a scope's runs come in
+#: the order of how many runs it has running now, fewest first, so a scope with a backlog of thousands
+#: holding every slot yields the next free one to another scope's single run (``served``: per scope, the
+#: running runs; few, as many as the slots of the fleet). Within a scope, and between scopes as busy, ``ORDER``.
+_SERVED = (
+    "served(st, sp, n) AS (SELECT tenant, project, COUNT(*) FROM runs WHERE status = 'running' "
+    "GROUP BY tenant, project)"
+)
+_BY_SERVED = " LEFT JOIN served ON served.st = runs.tenant AND served.sp = runs.project"
+
+
 def _ranked(
     d: Dialect, scope: Scope | None, at: float, limit: int, workflows: Sequence[str], limits: Limits
 ) -> tuple[str, list[Any]]:
@@ -68,15 +79,21 @@ def _ranked(
     within, names = d.in_list(workflows)
     where = f"status = 'queued' AND next_at <= ? AND {IN_SCOPE} AND workflow{within}"
     here = scope_args(scope)
+    fair = scope is None
     if not any(w in limits for w in workflows):
+        if fair:
+            sql = f"WITH {_SERVED} SELECT id FROM runs{_BY_SERVED} WHERE {where} ORDER BY COALESCE(n, 0), {ORDER}"
+            return f"{sql} LIMIT ?", [at, *here, *names, limit]
         return f"SELECT id FROM runs WHERE {where} ORDER BY {ORDER} LIMIT ?", [at, *here, *names, limit]
     caps, args = _caps(d, workflows, limits)
     sql = (
-        f"WITH {caps}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, priority, ROW_NUMBER() OVER "
-        f"(PARTITION BY workflow, concurrency_key ORDER BY {ORDER}) AS place FROM runs WHERE {where}) "
+        f"WITH {caps}, {_SERVED}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, priority, "
+        f"{'COALESCE(n, 0)' if fair else '0'} AS fairness, ROW_NUMBER() OVER "
+        f"(PARTITION BY workflow, concurrency_key ORDER BY {ORDER}) AS place FROM runs{_BY_SERVED} WHERE {where}) "
         "SELECT r.id FROM ready r JOIN caps c ON c.workflow = r.workflow "
         "LEFT JOIN busy b ON b.workflow = r.workflow AND b.ckey IS NOT DISTINCT FROM r.ckey "
-        "WHERE c.cap IS NULL OR r.place + COALESCE(b.n, 0) <= c.cap ORDER BY r.priority DESC, r.next_at, r.id LIMIT ?"
+        "WHERE c.cap IS NULL OR r.place + COALESCE(b.n, 0) <= c.cap "
+        "ORDER BY r.fairness, r.priority DESC, r.next_at, r.id LIMIT ?"
     )
     return sql, [*args, *here, at, *here, *names, limit]
 
@@ -86,12 +103,17 @@ def _locked(
 ) -> Op[list[str]]:
     """Where claimers run at once: the ids to claim, each row locked (rows others hold skipped)."""
     picked: list[Row] = []
+    # the columns picked: ``fairness`` is what fair claiming orders by first (``_SERVED``; 0 for a scope's own claims)
+    fair = scope is None
+    picks = f"WITH {_SERVED} SELECT id, next_at, priority, {'COALESCE(n, 0)' if fair else '0'} AS fairness FROM runs"
+    picks += _BY_SERVED
+    first = "fairness, " if fair else ""
     free = [w for w in workflows if w not in limits]
     if free:
         within, names = d.in_list(free)
         picked += yield rows(
-            f"SELECT id, next_at, priority FROM runs WHERE status = 'queued' AND next_at <= ? AND {IN_SCOPE} "
-            f"AND workflow{within} ORDER BY {ORDER} LIMIT ?{d.skip_locked}",
+            f"{picks} WHERE status = 'queued' AND next_at <= ? AND {IN_SCOPE} "
+            f"AND workflow{within} ORDER BY {first}{ORDER} LIMIT ?{d.skip_locked_runs}",
             at, *scope_args(scope), *names, limit,
         )  # fmt: skip
     limited = sorted({w for w in workflows if w in limits})
@@ -108,11 +130,11 @@ def _locked(
             if ids:
                 within, listed = d.in_list(ids)
                 picked += yield rows(
-                    f"SELECT id, next_at, priority FROM runs WHERE id{within} AND status = 'queued' AND next_at <= ? "
-                    f"ORDER BY {ORDER}{d.skip_locked}",
+                    f"{picks} WHERE id{within} AND status = 'queued' AND next_at <= ? "
+                    f"ORDER BY {first}{ORDER}{d.skip_locked_runs}",
                     *listed, at,
                 )  # fmt: skip
-    picked.sort(key=_in_order)
+    picked.sort(key=lambda r: (int(r["fairness"]), *_in_order(r)))
     return [r["id"] for r in picked[:limit]]  # rows locked but not taken stay queued (unlocked at commit)
 
 

@@ -19,6 +19,8 @@ class Dialect:
     name: str
     #: appended to a SELECT that claims rows another worker must skip ("" where writers are serialized)
     skip_locked: str
+    #: ``skip_locked`` for a SELECT from ``runs`` joined with rows that are not to be locked
+    skip_locked_runs: str
     #: appended to a SELECT whose rows the transaction goes on to change ("" where writers are serialized)
     for_update: str
     #: an INSERT that does nothing when its key exists:
@@ -70,6 +72,7 @@ class Dialect:
 SQLITE = Dialect(
     name="sqlite",
     skip_locked="",
+    skip_locked_runs="",
     for_update="",
     insert_ignore="INSERT OR IGNORE",
     on_conflict_ignore="",
@@ -80,6 +83,7 @@ SQLITE = Dialect(
 POSTGRES = Dialect(
     name="postgresql",
     skip_locked=" FOR UPDATE SKIP LOCKED",
+    skip_locked_runs=" FOR UPDATE OF runs SKIP LOCKED",
     for_update=" FOR UPDATE",
     insert_ignore="INSERT",
     on_conflict_ignore=" ON CONFLICT DO NOTHING",

@@ -333,3 +333,17 @@ async def test_creators_racing_at_the_quota_never_pass_it(backend: StoreBackend)
     finally:
         await other.close()
     assert len(await store.page("queued", None, None, 100)) == 70 and len(refused) == 10
+
+
+# -- fair claiming across tenants/projects --------------------------------------------------------
+async def test_the_queue_serves_the_scope_with_fewest_running_runs_first(backend: StoreBackend) -> None:
+    queue, a, b = backend.queue(), runs(backend, "alpha"), runs(backend, "beta")
+    backlog = [await started(a) for _ in range(5)]
+    single = await started(b)  # queued after all of A's
+    assert [c.id for c in await queue.claim("w", 30.0, 2, ["wf"])] == backlog[:2]  # nobody runs: earliest first
+    assert [c.id for c in await queue.claim("w", 30.0, 1, ["wf"])] == [single]  # A has 2 running, B none
+    assert [c.id for c in await queue.claim("w", 30.0, 1, ["wf"])] == [backlog[2]]
+    capped = await started(b, "capped")
+    limits = {"capped": 1}
+    claimed = await queue.claim("w", 30.0, 1, ["wf", "capped"], limits=limits)
+    assert [c.id for c in claimed] == [capped]  # B has 1 running, A 3: B's run, under its workflow's limit

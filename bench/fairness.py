@@ -1,0 +1,131 @@
+"""Fair claiming across tenants/projects (issue 28): one scope's backlog does not hold up another's run.
+
+    .venv/bin/python bench/fairness.py [--backlog 2000] [--workers 4] [--claims 1000]
+
+1. Tenant A queues ``--backlog`` no-op runs; once a fleet of ``--workers`` is draining them, tenant B
+   queues one. B's wait (from its start to its claim, read from its events) is compared with B's wait
+   on an idle fleet. Target: at most 2x (exit 1 when missed).
+2. Claim throughput with fairness (the queue every worker claims through, ordered by the running runs
+   of each scope) and without (a scope's own claims, the plain order), claiming ``--claims`` runs one
+   at a time from a queue of that many. Target: fair >= 0.9x of plain (exit 1 when missed).
+
+On the embedded SQLite store (``synchronous=FULL``), in a temporary home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runtime import EffectClass, Runtime, StepContext, Workflow, step
+from runtime.durable.store import NewRun, RunQueue, RunStore
+from runtime.store import open_backend, parse_store_url
+
+A, B = ("alpha", "backlog"), ("bravo", "single")
+
+
+class Noop(Workflow):
+    """One read-only step that does nothing."""
+
+    @step(entry=True, effects=EffectClass.READ_ONLY)
+    async def only(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return state
+
+
+async def b_wait(rt: Runtime) -> float:
+    """Start B's run, wait for it to finish; seconds from its creation to its claim."""
+    with rt.scope(*B):
+        run = await rt.runs.start("noop")
+        done = await rt.runs.wait(run.id, 60.0)
+        assert done.status == "succeeded", done.status
+        events = await rt.runs.events(run.id, 0, 50)
+    claimed = next(e for e in events if e.type == "run.state.changed" and e.data.get("status") == "running")
+    return claimed.created_at - done.created_at
+
+
+async def idle(home: Path, workers: int) -> float:
+    async with Runtime.open(home, workers=workers) as rt:
+        rt.workflows.register(Noop)
+        waits = [await b_wait(rt) for _ in range(5)]
+    return sorted(waits)[len(waits) // 2]
+
+
+async def loaded(home: Path, workers: int, backlog: int) -> tuple[float, int]:
+    async with Runtime.open(home, workers=0, max_queued_runs=None) as rt:
+        rt.workflows.register(Noop)
+        with rt.scope(*A):
+            first = await rt.runs.start("noop")
+            for _ in range(backlog - 1):
+                await rt.runs.start("noop")
+    async with Runtime.open(home, workers=workers, max_queued_runs=None) as rt:
+        rt.workflows.register(Noop)
+        with rt.scope(*A):
+            await rt.runs.wait(first.id, 60.0)  # the fleet is draining A's backlog
+        wait = await b_wait(rt)
+        with rt.scope(*A):
+            left = len((await rt.runs.list(status="queued", limit=500))[0])
+    return wait, left
+
+
+def new_run() -> NewRun:
+    return NewRun(workflow="noop", plan_hash="h", step="only", input_json="{}")
+
+
+async def claims_per_s(home: Path, claims: int) -> tuple[float, float]:
+    """Claims a second, one at a time from a queue of ``claims`` runs: through the fair queue, and a scope's own."""
+    url = parse_store_url(f"sqlite://{home / 'claims.db'}")
+    backend = await open_backend(url)
+    try:
+        rates = {}
+        for fair in (True, False, True, False):
+            store: RunStore = backend.runs(*A)
+            for _ in range(claims):
+                await store.create(new_run(), [("run.created", {})])
+            other: RunStore = backend.runs(*B)  # a second scope with queued runs, as the fair order must weigh
+            await other.create(new_run(), [("run.created", {})])
+            claimer: RunQueue = backend.queue() if fair else store
+            start = time.perf_counter()
+            for _ in range(claims):
+                assert await claimer.claim("bench", 60.0, 1, ["noop"])
+            rate = claims / (time.perf_counter() - start)
+            rates[fair] = max(rates.get(fair, 0.0), rate)
+            await backend.close()
+            for extra in ("", "-wal", "-shm"):
+                await anyio.Path(f"{home / 'claims.db'}{extra}").unlink(missing_ok=True)
+            backend = await open_backend(url)
+        return rates[True], rates[False]
+    finally:
+        await backend.close()
+
+
+async def main(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        calm = await idle(base / "idle", args.workers)
+        busy, left = await loaded(base / "loaded", args.workers, args.backlog)
+        fair, plain = await claims_per_s(base, args.claims)
+    ratio, speed = busy / calm, fair / plain
+    print(f"B's wait, idle fleet:                 {calm * 1000:8.1f} ms")
+    print(f"B's wait, behind {args.backlog} of A's runs:    {busy * 1000:8.1f} ms  ({ratio:.2f}x, target <= 2x;"
+          f" A still had >= {left} queued)")  # fmt: skip
+    print(f"claims/s, fair (the queue):           {fair:8.0f}")
+    print(f"claims/s, plain (a scope's own):      {plain:8.0f}  (fair {speed:.2f}x, target >= 0.9x)")
+    ok = ratio <= 2.0 and speed >= 0.9
+    print("PASS" if ok else "MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backlog", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--claims", type=int, default=1000)
+    sys.exit(anyio.run(main, parser.parse_args()))
