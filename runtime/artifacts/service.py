@@ -81,7 +81,11 @@ class ArtifactService:
         if isinstance(data, Path):
             size, sha = await anyio.to_thread.run_sync(_hash_file, data, self.max_bytes)
         else:
-            size, sha = len(data), hashlib.sha256(data).hexdigest()
+            size = len(data)
+            if size > ASK_FIRST_BYTES:  # hashlib lets go of the GIL: the loop serves others meanwhile
+                sha = await anyio.to_thread.run_sync(_sha256, data)
+            else:
+                sha = hashlib.sha256(data).hexdigest()
         self._check_size(name, size)
         if self.quota_bytes is not None:
             used = await self.records.total_size()
@@ -212,6 +216,10 @@ def _check_name(name: str) -> str:
     if not name or len(name) > NAME_CHARS or "/" in name or "\x00" in name:
         raise InvalidInputError(f"an artifact name must be 1 to {NAME_CHARS} characters with no '/' (got {name!r})")
     return name
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _hash_file(path: Path, limit: int) -> tuple[int, str]:
