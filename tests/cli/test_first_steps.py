@@ -21,9 +21,7 @@ from tests.cli.conftest import ROOT, one_error_line, rath_process
 from tests.cli.serving import clean_env, rath_argv, running
 
 #: ``rath-mcp ARGV`` in a Python where ``import asyncpg`` fails as it does without the postgres extra.
-WITHOUT_ASYNCPG = (
-    "import sys; sys.modules['asyncpg'] = None; from rath_mcp.__main__ import main; sys.exit(main())"
-)
+WITHOUT_ASYNCPG = "import sys; sys.modules['asyncpg'] = None; from rath_mcp.__main__ import main; sys.exit(main())"
 STORE = "postgresql://rath:s3cret-pw@127.0.0.1:5432/rath"
 
 
