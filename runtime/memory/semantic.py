@@ -98,6 +98,15 @@ class SpaceIndex:
         self.codes[at] = [self.scopes.setdefault(r[1], len(self.scopes)) for r in rows]
         self.matrix[at] = vectors
 
+    def forget(self, seqs: Sequence[int]) -> None:
+        """Items whose vector here is no longer theirs: their rows score 0 (never a hit) until a new
+        vector of theirs arrives, which takes a row of its own."""
+        for seq in seqs:
+            row = self.rows.pop(seq, None)
+            if row is not None:
+                self.matrix[row] = 0
+                self.seqs[row] = 0
+
     def _grow(self, capacity: int) -> None:
         np = numpy()
         matrix, seqs, codes = self.matrix, self.seqs, self.codes
@@ -212,9 +221,13 @@ class Semantic:
         async with index.lock:  # one refresh at a time; a search waits for it, then reads the same matrix
             horizon, found = await store.vectors_since(self.model, index.horizon)
             index.add(found)
-            index.horizon = horizon
+            index.horizon = seen = horizon
             best = index.top(qv, n + n // 2 + 8, scope)  # some may be stale: ask for more
         items = await store.embedded(self.model, [seq for seq, _ in best])
+        if stale := [seq for seq, _ in best if seq not in items]:
+            async with index.lock:  # deleted, superseded or rewritten since embedded: out of the next scans
+                if index.horizon == seen:  # unless a search since read newer vectors (maybe theirs)
+                    index.forget(stale)
         hits = [Found(items[seq], score) for seq, score in best if seq in items and score > 0]
         return hits[:n]
 

@@ -26,6 +26,10 @@ def test_batches_grow_the_index_and_a_new_vector_replaces_the_old() -> None:
     assert index.top(unit[120], 3, "user")[0][0] != 121 and index.top(unit[120], 3, "resources") == []
     index.add(rows(unit[120:121], range(5, 6)))  # item 5 now holds what 121 holds: same row, new vector
     assert index.size == 150 and {seq for seq, _ in index.top(unit[120], 2, None)} == {5, 121}
+    index.forget([121, 999])  # 121 was deleted (999 was never here): its row scores 0 from now on
+    assert [seq for seq, score in index.top(unit[120], 2, None) if score > 0.9] == [5]
+    index.add(rows(unit[120:121], range(121, 122)))  # embedded again: a row of its own
+    assert index.size == 151 and {seq for seq, _ in index.top(unit[120], 2, None)} == {5, 121}
 
 
 def test_fusion_puts_what_both_find_first_and_keeps_scores_above_zero() -> None:
