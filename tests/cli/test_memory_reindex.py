@@ -46,3 +46,12 @@ def test_reindex_needs_an_embedder_and_checks_its_name(tmp_path: Path, capsys: p
     assert code != 0 and "needs an embedder" in one_error_line(err)
     code, _, err = rath_here(capsys, "memory", "reindex", "--home", home, "--embedder", "bert")
     assert code != 0 and "--embedder must be" in one_error_line(err)
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_serve_and_worker_check_the_embedder_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, _, err = rath_here(capsys, command, "--home", str(tmp_path / "home"), "--embedder", "word2vec")
+    line = one_error_line(err)
+    assert code != 0 and "--embedder must be local, openai, openai:MODEL or none (got 'word2vec')" in line
