@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeAlias
 
 from runtime.errors import UsageError
 from runtime.extras import require_extra
+from runtime.providers.base import ProviderConfigError
 from runtime.providers.config import read_config
 
 Vectors: TypeAlias = Any
@@ -146,7 +147,10 @@ def make_embedder(spec: str | None) -> Embedder | None:
 def resolve_spec(given: str | None, home: Path) -> str:
     """The embedder to use: ``given`` (``--embedder``), else config.json's ``memory.embedder``, else the default."""
     if given is None:
-        section = read_config(home).get("memory") or {}
+        try:
+            section = read_config(home).get("memory") or {}
+        except ProviderConfigError:  # a broken config.json is reported once, by the provider check at start
+            section = {}
         configured = section.get("embedder") if isinstance(section, dict) else None
         if configured is not None and not isinstance(configured, str):
             raise UsageError(f"config.json memory.embedder must be {CHOICES} (got {configured!r})")
