@@ -325,6 +325,7 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
         artifacts=args.artifacts,
+        tracing=traces,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
@@ -450,14 +451,14 @@ def _backup_to(path: Path, dest: str) -> str:
 async def _worker(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     policy = _sandbox_policy(args, home)
-    traces = _traces()  # handed to the runtime's runs, steps and model calls once Runtime takes it
+    traces = _traces()
     try:
-        return await _work(args, home, policy)
+        return await _work(args, home, policy, traces)
     finally:
         await _stop_traces(traces)
 
 
-async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy) -> int:
+async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy, traces: Tracing) -> int:
     async with Runtime.open(
         home,
         store=args.store,
@@ -466,6 +467,7 @@ async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy) -> 
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
         artifacts=args.artifacts,
+        tracing=traces,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         store = store_name(resolve_store(args.store, home))

@@ -49,6 +49,7 @@ from runtime.schedules import ScheduleService, Ticker
 from runtime.secrets import Secrets, load_secrets
 from runtime.sessions.service import SessionService
 from runtime.store import StoreURL, open_backend, resolve_store
+from runtime.telemetry import Tracing
 from runtime.workflows import builtin_workflows
 
 DEFAULT_HOME = "~/.rath"
@@ -137,9 +138,11 @@ class Runtime:
         semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
         secrets: Secrets | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.home = home
         self.store = store
+        self.tracing = tracing or Tracing()  # model calls and sandbox commands as spans (runtime.telemetry)
         # config.json's secrets, resolved when used; its redactor keeps their values out of what is written
         self.secrets = secrets if secrets is not None else load_secrets(home)
         self.blobs = blobs or open_blob_store(resolve_artifacts_url(None, home))  # where artifacts' bytes live
@@ -147,7 +150,7 @@ class Runtime:
         self.workflows = WorkflowRegistry()
         for workflow in builtin_workflows():
             self.workflows.register(workflow)
-        self.providers = ProviderRegistry(home)
+        self.providers = ProviderRegistry(home, tracing=self.tracing)
         self._opened = (tenant, project)
         # Everything the durable engine needs, handed down once: it never reaches back up here.
         self.engine = Engine(
@@ -168,6 +171,7 @@ class Runtime:
             "default_backend": sandbox,
             "opensandbox_settings": opensandbox,
             "policy": sandbox_policy,
+            "tracing": self.tracing,
         }
         self._scopes: dict[tuple[str, str], ScopeServices] = {}
         self.semantic = semantic  # the embedder and vector indexes (None: keyword recall only)
@@ -291,6 +295,7 @@ class Runtime:
         artifacts: str | None = None,
         embedder: str | None = "none",
         max_queued_runs: int | None = 1000,
+        tracing: Tracing | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -307,6 +312,7 @@ class Runtime:
         ``artifacts``: where artifacts' bytes go (``file:///DIR`` or ``s3://BUCKET/PREFIX``; default
         ``$RATH_ARTIFACTS``, else ``HOME/artifacts``).
         ``max_queued_runs``: a run start is refused when its tenant/project has this many queued runs (None: no limit).
+        ``tracing``: where model calls and sandbox commands are traced (``runtime.telemetry``; default: nowhere).
         """
         check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
         check_scope_name("project", project)
@@ -342,6 +348,7 @@ class Runtime:
                     sandbox=sandbox,
                     opensandbox=opensandbox,
                     sandbox_policy=sandbox_policy,
+                    tracing=tracing,
                     lease_s=lease_s,
                     poll_s=poll_s,
                     worker_slots=workers,

@@ -181,3 +181,17 @@ async def test_a_refusing_collector_never_fails_a_request_or_the_stop(
         for _ in range(3):
             assert not (await c.call_tool("workflow_list", {})).is_error
     assert server.process.returncode == 0, server.stderr()
+
+
+async def test_a_served_runs_model_call_is_traced(
+    home: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` hands its tracing to the runtime: an agent run's model call is a GenAI span."""
+    monkeypatch.setenv("RATH_PROVIDER", "scripted")
+    async with client("stdio", "legacy", home, None, {}) as c:
+        arguments = {"workflow": "agent", "message": SECRET, "input": {"memory": False}, "wait_s": 20}
+        run = (await c.call_tool("run_start", arguments)).structured_content
+        assert run is not None and run["status"] == "succeeded", run
+    chat = await span(receiver, "chat scripted")
+    assert chat.kind == "client" and chat.attributes["gen_ai.usage.output_tokens"] > 0
+    assert "swordfish" not in values(receiver.spans)

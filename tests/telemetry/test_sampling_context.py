@@ -32,12 +32,13 @@ async def test_a_sampling_request_carries_the_model_calls_trace_context(home: Pa
     with receiving() as receiver:
         tracing = OtelTracing(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
         try:
-            async with Runtime.open(home) as rt:
-                rt.providers.tracing = tracing  # as Runtime.open(tracing=...) will hand it over
-                async with Client(build_server(rt, traces=tracing), mode="legacy", sampling_callback=model) as client:
-                    inp = {"provider": "sampling", "memory": False}
-                    run = await call(client, "run_start", workflow="agent", message="2+2?", input=inp, wait_s=20)
-                    assert run["status"] == "succeeded", run["error"]
+            async with (
+                Runtime.open(home, tracing=tracing) as rt,
+                Client(build_server(rt, traces=tracing), mode="legacy", sampling_callback=model) as client,
+            ):
+                inp = {"provider": "sampling", "memory": False}
+                run = await call(client, "run_start", workflow="agent", message="2+2?", input=inp, wait_s=20)
+                assert run["status"] == "succeeded", run["error"]
         finally:
             tracing.shutdown()
         chat = await anyio.to_thread.run_sync(receiver.named, "chat sampling")
