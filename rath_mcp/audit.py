@@ -1,6 +1,7 @@
 """The audit trail and tool metrics, as one SDK server middleware (every transport and era passes it).
 
-It sits outermost in ``server.middleware``, so it sees what every other middleware decided, grant
+It sits outermost in ``server.middleware`` (only the request's trace span, ``rath_mcp.tracing``, wraps
+it), so it sees what every other middleware decided, grant
 refusals included: a call whose result is an ``isError`` naming a missing grant (or an error naming
 one) is recorded as ``refused``. Every call that can change state (a tool not in ``READ_TOOLS``,
 ``tasks/cancel``, ``tasks/update``) is recorded with its outcome. A record holds ids only: the
