@@ -471,9 +471,13 @@ async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy, tra
     ) as rt:
         shell.load_workflows(rt, args.workflows)
         store = store_name(resolve_store(args.store, home))
-        note(f"worker on the store {store} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
-        note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
-        await shell.wait_for_stop_signal()
+        isolation = rt.sandboxes.isolation
+
+        def announce() -> None:
+            note(f"worker on the store {store} with {args.workers} slot(s); stop with Ctrl-C or SIGTERM")
+            note(f"tool commands run with isolation: {isolation}")
+
+        await shell.wait_for_stop_signal(announce)
     note("worker stopped")
     return 0
 

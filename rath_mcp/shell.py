@@ -168,8 +168,12 @@ def load_workflows(rt: Runtime, sources: Sequence[str]) -> None:
         rt.workflows.load(source)
 
 
-async def wait_for_stop_signal() -> None:
-    """Return on SIGINT or SIGTERM (so a worker shuts down through its ``async with``)."""
+async def wait_for_stop_signal(announce: Callable[[], None] = lambda: None) -> None:
+    """Return on SIGINT or SIGTERM (so a worker shuts down through its ``async with``).
+
+    ``announce`` runs once the signals are ours: a supervisor that sends SIGTERM as soon as it reads
+    the worker's ready line then stops it cleanly, instead of killing it with the default action."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        announce()
         async for _ in signals:
             return
