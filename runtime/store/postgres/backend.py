@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
-from runtime.store.core.artifacts import CoreArtifactStore
-from runtime.store.core.memory import CoreMemoryStore
-from runtime.store.core.schedules import CoreScheduleStore
+from runtime.store.core.backend import CoreBackend
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.executor import PostgresExecutor
@@ -26,13 +23,12 @@ if TYPE_CHECKING:
     from runtime.backend import StoreBackend
 
 
-class PostgresBackend:
+class PostgresBackend(CoreBackend):
     """An open PostgreSQL database and the stores of any tenant/project on it."""
 
     def __init__(self, url: StoreURL, db: PostgresDatabase) -> None:
-        self.url = url
+        super().__init__(url, PostgresExecutor(db), recall)  # core stores run on the executor
         self.db = db
-        self.ex = PostgresExecutor(db)  # runs the store core's operations (runtime/store/core)
 
     def sessions(self, tenant: str, project: str) -> PostgresSessionStore:
         return PostgresSessionStore(self.db, tenant, project)
@@ -40,26 +36,8 @@ class PostgresBackend:
     def runs(self, tenant: str, project: str) -> PostgresRunStore:
         return PostgresRunStore(self.db, tenant, project)
 
-    def memory(self, tenant: str, project: str) -> CoreMemoryStore:
-        return CoreMemoryStore(self.ex, recall, tenant, project)
-
-    def artifacts(self, tenant: str, project: str) -> CoreArtifactStore:
-        return CoreArtifactStore(self.ex, tenant, project)
-
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)
-
-    def schedules(self) -> CoreScheduleStore:
-        return CoreScheduleStore(self.ex)
-
-    def tokens(self) -> CoreTokenStore:
-        return CoreTokenStore(self.ex)
-
-    def audit(self) -> CoreAuditStore:
-        return CoreAuditStore(self.ex)
-
-    def ops(self) -> CoreOpsStore:
-        return CoreOpsStore(self.ex)
 
     async def close(self) -> None:
         await self.db.close()

@@ -11,10 +11,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from runtime.errors import StoreError
-from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
-from runtime.store.core.artifacts import CoreArtifactStore
-from runtime.store.core.memory import CoreMemoryStore
-from runtime.store.core.schedules import CoreScheduleStore
+from runtime.store.core.backend import CoreBackend
 from runtime.store.sqlite import guard, health, recall
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.executor import SQLiteExecutor
@@ -27,13 +24,12 @@ if TYPE_CHECKING:
     from runtime.backend import StoreBackend
 
 
-class SQLiteBackend:
+class SQLiteBackend(CoreBackend):
     """An open SQLite database and the stores of any tenant/project on it."""
 
     def __init__(self, url: StoreURL, db: SQLiteDatabase) -> None:
-        self.url = url
+        super().__init__(url, SQLiteExecutor(db), recall)  # core stores run on the executor
         self.db = db
-        self.ex = SQLiteExecutor(db)  # runs the store core's operations (runtime/store/core)
 
     def sessions(self, tenant: str, project: str) -> SQLiteSessionStore:
         return SQLiteSessionStore(self.db, tenant, project)
@@ -41,26 +37,8 @@ class SQLiteBackend:
     def runs(self, tenant: str, project: str) -> SQLiteRunStore:
         return SQLiteRunStore(self.db, tenant, project)
 
-    def memory(self, tenant: str, project: str) -> CoreMemoryStore:
-        return CoreMemoryStore(self.ex, recall, tenant, project)
-
-    def artifacts(self, tenant: str, project: str) -> CoreArtifactStore:
-        return CoreArtifactStore(self.ex, tenant, project)
-
     def queue(self) -> SQLiteRunQueue:
         return SQLiteRunQueue(self.db)
-
-    def schedules(self) -> CoreScheduleStore:
-        return CoreScheduleStore(self.ex)
-
-    def tokens(self) -> CoreTokenStore:
-        return CoreTokenStore(self.ex)
-
-    def audit(self) -> CoreAuditStore:
-        return CoreAuditStore(self.ex)
-
-    def ops(self) -> CoreOpsStore:
-        return CoreOpsStore(self.ex)
 
     async def close(self) -> None:
         await self.db.close()
