@@ -18,3 +18,9 @@ def unavailable(what: str, how: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"CI is set but {what} is not available: .ci/run must provide it ({how})")
     pytest.skip(f"{what} is not available ({how}); under CI this test fails instead of skipping")
+
+
+def require_root(case: str) -> None:
+    """Tests of what a root server does (``case``) need root: they skip elsewhere and fail under CI."""
+    if os.geteuid() != 0:
+        unavailable(f"root ({case})", "run the tests as root, as CI does")

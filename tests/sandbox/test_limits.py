@@ -20,7 +20,7 @@ from runtime.sandbox import SandboxError
 from runtime.sandbox.base import WorkspaceFullError
 from runtime.sandbox.local import LocalBackend, LocalSandbox
 from runtime.sandbox.policy import SandboxPolicy, ToolLimits, load_policy
-from tests.needs import unavailable
+from tests.needs import require_root, unavailable
 from tests.sandbox.conftest import require_bwrap
 
 pytestmark = pytest.mark.anyio
@@ -117,8 +117,7 @@ async def test_the_memory_limit_holds_for_the_whole_command(limited: LocalSandbo
 
 def test_a_memory_cgroup_is_there_to_be_had() -> None:
     """The whole-command memory limit needs a writable memory cgroup: CI (root) must have one."""
-    if os.geteuid() != 0:
-        pytest.skip("a non-root server usually has no writable cgroup; its commands are held per process")
+    require_root("a non-root server usually has no writable cgroup; its commands are held per process")
     backend = LocalBackend(Path("/nonexistent-rath-workspaces"), use_bwrap=False)
     if backend.cgroups is None or backend.cgroups.memory is None:
         unavailable("a writable memory cgroup (v1 memory hierarchy, or v2 with memory delegated)", "run as root")

@@ -24,7 +24,7 @@ from runtime.sandbox.base import IsolationUnavailableError, SandboxError
 from runtime.sandbox.confine import HOST_TOOL_UID, SANDBOX_UID
 from runtime.sandbox.local import LocalBackend, LocalSandbox
 from runtime.sandbox.policy import SandboxPolicy
-from tests.needs import unavailable
+from tests.needs import require_root, unavailable
 from tests.sandbox.conftest import require_bwrap
 
 pytestmark = pytest.mark.anyio
@@ -44,9 +44,7 @@ def _status(text: str) -> dict[str, str]:
 
 def test_ci_runs_the_escape_tests_as_root() -> None:
     """The escape tests matter most for a root server; CI runs as root, so they exercise that case."""
-    if not os.environ.get("CI"):
-        pytest.skip("outside CI the tests run as whoever you are; CI must be root")
-    assert os.geteuid() == 0, "CI is expected to run as root so the root-server case is tested"
+    require_root("the escape tests matter most for a root server")
 
 
 async def test_a_command_holds_no_capability_and_no_root_uid(boxed: LocalSandbox) -> None:
@@ -216,8 +214,7 @@ async def test_the_home_the_workspaces_and_each_workspace_are_the_servers_alone(
 async def test_an_old_workspace_is_handed_over_without_its_setuid_files(tmp_path: Path) -> None:
     """A workspace made before commands ran as the tool uid may hold a setuid-root file: opening it fixes that."""
     require_bwrap()
-    if os.geteuid() != 0:
-        pytest.skip("only a root server hands workspaces over to a tool uid")
+    require_root("only a root server hands workspaces over to a tool uid")
     old = tmp_path / "workspaces" / "old"
     (old / "nested").mkdir(parents=True)
     (old / "nested" / "suid").write_bytes(b"#!/bin/sh\n")
@@ -262,8 +259,7 @@ async def test_a_root_server_refuses_commands_where_bwrap_needs_a_user_namespace
 ) -> None:
     """Without CAP_SYS_ADMIN (some containers' root), bubblewrap could only map the sandbox onto host root."""
     require_bwrap()
-    if os.geteuid() != 0:
-        pytest.skip("only a root server makes its sandboxes without a user namespace")
+    require_root("only a root server makes its sandboxes without a user namespace")
     assert local.root_bwrap_problem() is None  # here, as under CI, root's bubblewrap works
     monkeypatch.setattr(local, "root_bwrap_problem", lambda: "bwrap: Creating new namespace failed: EPERM")
     sandbox = await LocalBackend(tmp_path / "ws", policy=SandboxPolicy()).open("w")
