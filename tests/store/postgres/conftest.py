@@ -8,6 +8,7 @@ import pytest
 
 from runtime.store.postgres import PostgresDatabase
 from tests import pg
+from tests.store.postgres.proxy import Proxy
 
 
 @pytest.fixture
@@ -25,3 +26,14 @@ async def db(pg_url: str) -> AsyncIterator[PostgresDatabase]:
         yield database
     finally:
         await database.close()
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[Proxy]:
+    """A TCP proxy in front of the machine's PostgreSQL that a test can cut, refuse or hold."""
+    p = Proxy()
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.close()

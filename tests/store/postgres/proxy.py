@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from typing import Literal
+from urllib.parse import parse_qs, urlsplit
 
 COMMIT = b"Q\x00\x00\x00\x0bCOMMIT\x00"
 Mode = Literal["pass", "cut_before_commit", "cut_after_commit"]
@@ -35,6 +36,11 @@ class Proxy:
     def url(self, database: str, **params: str) -> str:
         query = "&".join(f"{k}={v}" for k, v in params.items())
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}" + (f"?{query}" if query else "")
+
+    def in_front_of(self, pg_url: str) -> str:
+        """``pg_url`` (a test database and its schema) reached through this proxy."""
+        parts = urlsplit(pg_url)
+        return self.url(parts.path.lstrip("/"), search_path=parse_qs(parts.query)["search_path"][0])
 
     async def refuse(self) -> None:
         """Stop accepting and drop every connection: the server looks down."""

@@ -3,9 +3,6 @@ connection lost exactly before or exactly after COMMIT (through tests/store/post
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from urllib.parse import parse_qs, urlsplit
-
 import anyio
 import asyncpg
 import pytest
@@ -15,21 +12,6 @@ from runtime.store.postgres import AmbiguousCommitError, PostgresDatabase
 from tests.store.postgres.proxy import Proxy
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    p = Proxy()
-    await p.start()
-    try:
-        yield p
-    finally:
-        await p.close()
-
-
-def _via(proxy: Proxy, pg_url: str) -> str:
-    parts = urlsplit(pg_url)
-    return proxy.url(parts.path.lstrip("/"), search_path=parse_qs(parts.query)["search_path"][0])
 
 
 async def _setup(db: PostgresDatabase) -> None:
@@ -120,7 +102,7 @@ async def test_a_closed_port_gets_a_clear_error_at_once() -> None:
 
 
 async def test_a_server_that_goes_away_errors_clearly_then_comes_back(proxy: Proxy, pg_url: str) -> None:
-    db = PostgresDatabase(_via(proxy, pg_url), max_size=3)
+    db = PostgresDatabase(proxy.in_front_of(pg_url), max_size=3)
     await db.open()
     try:
         await _setup(db)
@@ -139,7 +121,7 @@ async def test_a_server_that_goes_away_errors_clearly_then_comes_back(proxy: Pro
 
 
 async def test_connection_lost_before_commit_reached_the_server_is_rerun(proxy: Proxy, pg_url: str) -> None:
-    db = PostgresDatabase(_via(proxy, pg_url), max_size=3)
+    db = PostgresDatabase(proxy.in_front_of(pg_url), max_size=3)
     await db.open()
     try:
         await _setup(db)
@@ -156,7 +138,7 @@ async def test_connection_lost_after_the_server_committed_is_resolved_as_committ
     """The server committed but its answer never arrived: the database asks it (pg_xact_status)
     instead of guessing, so the write succeeds once and is not run again (that would fail here:
     a second INSERT of the same key is a unique violation)."""
-    db = PostgresDatabase(_via(proxy, pg_url), max_size=3)
+    db = PostgresDatabase(proxy.in_front_of(pg_url), max_size=3)
     await db.open()
     try:
         await _setup(db)
@@ -170,7 +152,7 @@ async def test_connection_lost_after_the_server_committed_is_resolved_as_committ
 
 
 async def test_a_commit_whose_outcome_cannot_be_learned_is_reported_as_ambiguous(proxy: Proxy, pg_url: str) -> None:
-    db = PostgresDatabase(_via(proxy, pg_url), max_size=3, resolve_window=0.5)
+    db = PostgresDatabase(proxy.in_front_of(pg_url), max_size=3, resolve_window=0.5)
     await db.open()
     try:
         await _setup(db)

@@ -18,10 +18,8 @@ the step is held again, not dropped, and committed once the server answers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import pytest
@@ -37,21 +35,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    p = Proxy()
-    await p.start()
-    try:
-        yield p
-    finally:
-        await p.close()
-
-
-def _via(proxy: Proxy, pg_url: str) -> str:
-    parts = urlsplit(pg_url)
-    return proxy.url(parts.path.lstrip("/"), search_path=parse_qs(parts.query)["search_path"][0])
-
-
-@pytest.fixture
 async def migrated(pg_url: str) -> str:
     await postgres.migrate(parse_store_url(pg_url))
     return pg_url
@@ -64,7 +47,7 @@ async def test_a_run_taken_over_while_its_worker_was_cut_off_stops_on_that_worke
     other.release.set()
     # A short lease for the worker cut off, so the other takes the run over once it runs out (the reaper's
     # doing, not a race: nobody can renew it meanwhile); a long one for the other, which keeps it.
-    async with Runtime.open(tmp_path / "a", store=_via(proxy, migrated), workers=1, lease_s=1.5) as a:
+    async with Runtime.open(tmp_path / "a", store=proxy.in_front_of(migrated), workers=1, lease_s=1.5) as a:
         a.workflows.register(cut_off)
         run = await a.runs.start("paying")
         waiting, lost = f"run {run.id}'s commit waits for the store", f"lease on run {run.id} lost"
@@ -96,7 +79,7 @@ async def test_a_commit_whose_answer_was_lost_with_the_server_is_not_made_twice_
     proxy: Proxy, migrated: str, tmp_path: Path
 ) -> None:
     flow = Paying()
-    async with Runtime.open(tmp_path, store=_via(proxy, migrated), workers=1, lease_s=120) as rt:
+    async with Runtime.open(tmp_path, store=proxy.in_front_of(migrated), workers=1, lease_s=120) as rt:
         assert isinstance(rt.store, PostgresBackend)
         rt.store.db.resolve_window = 0.2  # the server stays away longer than the commit's outcome is asked for
         rt.workflows.register(flow)
@@ -156,7 +139,7 @@ async def test_a_held_step_whose_flush_finds_the_server_away_is_held_again_and_c
     proxy: Proxy, migrated: str, tmp_path: Path
 ) -> None:
     flow = Reading()
-    async with Runtime.open(tmp_path, store=_via(proxy, migrated), workers=1, lease_s=120) as rt:
+    async with Runtime.open(tmp_path, store=proxy.in_front_of(migrated), workers=1, lease_s=120) as rt:
         rt.workflows.register(flow)
         run = await rt.runs.start("reading")
         waiting, back = f"run {run.id}'s commit waits for the store", f"run {run.id}'s commit went on"
