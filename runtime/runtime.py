@@ -39,6 +39,7 @@ from runtime.errors import InvalidInputError, StoreError
 from runtime.memory.embed import make_embedder
 from runtime.memory.semantic import Semantic
 from runtime.memory.service import MemoryService
+from runtime.policy import CallPolicy, Policy, load_call_policy
 from runtime.providers.registry import ProviderRegistry
 from runtime.sandbox.local import resolve_isolation
 from runtime.sandbox.opensandbox_settings import OpenSandboxSettings
@@ -138,6 +139,7 @@ class Runtime:
         semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
         secrets: Secrets | None = None,
+        policy: Policy | None = None,
         tracing: Tracing | None = None,
     ) -> None:
         self.home = home
@@ -145,6 +147,9 @@ class Runtime:
         self.tracing = tracing or Tracing()  # model calls and sandbox commands as spans (runtime.telemetry)
         # config.json's secrets, resolved when used; its redactor keeps their values out of what is written
         self.secrets = secrets if secrets is not None else load_secrets(home)
+        # config.json's rules over tool calls and effects; decisions go to the audit trail of the store
+        rules = policy if policy is not None else load_call_policy(home)
+        self.policy = CallPolicy(rules, store.audit(), lambda: self._current.get())
         self.blobs = blobs or open_blob_store(resolve_artifacts_url(None, home))  # where artifacts' bytes live
         self.task_group = task_group
         self.workflows = WorkflowRegistry()
@@ -335,6 +340,7 @@ class Runtime:
         blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
         limits_from_env()  # so is a bad $RATH_ARTIFACT_MAX_BYTES or $RATH_ARTIFACT_QUOTA
         secrets = load_secrets(root)  # a malformed "secrets" section: a plain error, before the store opens
+        policy = load_call_policy(root)  # so is a malformed "policy"
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
         try:
@@ -356,6 +362,7 @@ class Runtime:
                     semantic=None if made is None else Semantic(made),
                     blobs=blobs,
                     secrets=secrets,
+                    policy=policy,
                 )
                 await tg.start(rt.runs.follow_others)  # listening before a worker claims: no cancel goes unheard
                 if rt.semantic is not None:  # embeds what is not embedded yet, then each write's items

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.errors import InvalidInputError
-from runtime.flow.tools import FlowToolCall, Journal, run_tool_calls, tool_map, unjournaled
+from runtime.flow.tools import FlowToolCall, Journal, ToolGate, run_tool_calls, tool_map, unjournaled
 from runtime.providers.base import (
     DeltaCallback,
     ModelRequest,
@@ -136,6 +136,7 @@ class Agent:
         *,
         progress: ProgressCallback | None = None,
         journal: Journal = unjournaled,
+        gate: ToolGate | None = None,
     ) -> AgentResult:
         """Run the loop on ``session_id``; every round is appended (op ``run``) with its usage.
 
@@ -143,6 +144,8 @@ class Agent:
         become effects, so a step run again (after an interrupt or a crash) replays what was done
         and carries on from there instead of asking the model and running the tools again. Effect
         keys start with the agent's ``name``: two agents journaled in one step need distinct names.
+        ``gate`` (``runtime.flow.policy_gate``): config.json's policy, asked before each tool call with
+        the trust labels of the history the model read.
         """
         session = await rt.sessions.get(session_id)
         history = list(session.chunks)
@@ -159,7 +162,12 @@ class Agent:
             if budget is not None:
                 budget.charge(response.usage)
             outcomes = await run_tool_calls(
-                self.tools, response.tool_calls, journal=journal, key=f"{self.name}.{round_no}.tool"
+                self.tools,
+                response.tool_calls,
+                journal=journal,
+                key=f"{self.name}.{round_no}.tool",
+                gate=gate,
+                input_trust=frozenset(chunk.trust for chunk in history),
             )
             answer = response.content
             if not response.tool_calls:

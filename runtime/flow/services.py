@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from runtime.artifacts.service import ArtifactService
     from runtime.memory.service import MemoryService
+    from runtime.policy import CallPolicy
     from runtime.providers.registry import ProviderRegistry
     from runtime.sandbox.registry import SandboxRegistry
     from runtime.secrets import Secrets
@@ -28,7 +29,7 @@ class WorkflowCatalog(Protocol):
 
 class Services(Protocol):
     """Sessions, memory, sandboxes and providers of the current scope, the known workflows, the home
-    directory, the secrets of config.json."""
+    directory, the secrets and the call policy of config.json."""
 
     @property
     def home(self) -> Path: ...
@@ -46,3 +47,5 @@ class Services(Protocol):
     def artifacts(self) -> ArtifactService: ...
     @property
     def secrets(self) -> Secrets: ...
+    @property
+    def policy(self) -> CallPolicy: ...

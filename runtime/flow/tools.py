@@ -3,8 +3,8 @@
 A tool is a name, a description, a JSON schema of its arguments, an async callable and an optional
 ``resource_key``. The agent runs calls that touch different resources in parallel and calls that
 share one in order. ``run_tool_calls`` does that and turns every failure into a typed result the
-model can read (``invalid_arguments``, ``unknown_tool``, ``execution_error``) instead of an exception
-that would end the run; cancellation and control signals (interrupts) still propagate.
+model can read (``invalid_arguments``, ``unknown_tool``, ``execution_error``, ``denied`` by a
+policy) instead of an exception that would end the run; cancellation and control signals (interrupts) still propagate.
 
 Given a ``journal`` (inside a durable step: ``ctx.effect``), each call runs as an effect of the
 tool's ``effect_class``: when the step runs again (a resume after an interrupt, a retry after a
@@ -22,13 +22,14 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from runtime.errors import ControlSignal, InvalidInputError, RathError, UsageError
+from runtime.policy import PolicyDenied
 from runtime.providers.base import ToolSpec
 from runtime.sandbox.base import CommandResult, Sandbox
 from runtime.secrets import Redactor, Secrets
 from runtime.sessions.model import Chunk, ToolCall
 
 ToolFn = Callable[..., Awaitable[str | dict[str, Any] | list[Any]]]
-ToolErrorKind = Literal["invalid_arguments", "unknown_tool", "execution_error"]
+ToolErrorKind = Literal["invalid_arguments", "unknown_tool", "execution_error", "denied"]
 EffectKind = Literal["none", "read_only", "idempotent", "non_idempotent"]
 MAX_RESULT_CHARS = 50_000
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -38,6 +39,17 @@ class Journal(Protocol):
     """Runs ``fn`` once under ``key`` and records its JSON result (``StepContext.effect`` is one)."""
 
     def __call__(self, key: str, fn: Callable[[], Awaitable[Any]], effect_class: str, /) -> Awaitable[Any]: ...
+
+
+class ToolGate(Protocol):
+    """Decides, before a call runs, whether it may (``runtime.flow.policy_gate`` enforces config.json's
+    policy): returns the arguments to run it with, raises ``PolicyDenied`` to refuse it, or parks the
+    run on an interrupt (a control signal) until a human decides. ``input_trust``: the trust labels of
+    what the model had read when it asked for the call."""
+
+    def __call__(
+        self, tool: FlowToolCall, call: ToolCall, arguments: dict[str, Any], key: str, input_trust: frozenset[str], /
+    ) -> Awaitable[dict[str, Any]]: ...
 
 
 async def unjournaled(key: str, fn: Callable[[], Awaitable[Any]], effect_class: str, /) -> Any:
@@ -153,11 +165,20 @@ async def _journaled(
 
 
 async def run_tool_calls(
-    tools: Mapping[str, FlowToolCall], calls: Sequence[ToolCall], *, journal: Journal = unjournaled, key: str = "tool"
+    tools: Mapping[str, FlowToolCall],
+    calls: Sequence[ToolCall],
+    *,
+    journal: Journal = unjournaled,
+    key: str = "tool",
+    gate: ToolGate | None = None,
+    input_trust: frozenset[str] = frozenset(),
 ) -> list[ToolOutcome]:
     """Run ``calls``: in parallel across resource keys, in order within one; outcomes in call order.
 
-    Each call is journaled as ``{key}.{index}`` with its tool's effect class.
+    Each call is journaled as ``{key}.{index}`` with its tool's effect class. ``gate`` sees every call
+    first, one by one in call order, before any runs: a call it holds for approval parks the run with
+    none of the round's calls started, and the interrupts of a round come in the same order every time
+    the step runs again (each is found by its place in the step).
     """
     outcomes: list[ToolOutcome | None] = [None] * len(calls)
     lanes: dict[str, list[tuple[int, FlowToolCall, dict[str, Any]]]] = {}
@@ -174,6 +195,15 @@ async def run_tool_calls(
         except ToolArgumentsError as exc:
             outcomes[index] = error_outcome(call, "invalid_arguments", str(exc))
             continue
+        if gate is not None:
+            try:
+                args = await gate(tool, call, args, f"{key}.{index}", input_trust)
+            except PolicyDenied as exc:
+                outcomes[index] = error_outcome(call, "denied", str(exc))
+                continue
+            except ToolArgumentsError as exc:  # a human approved with arguments that do not fit the tool
+                outcomes[index] = error_outcome(call, "invalid_arguments", str(exc))
+                continue
         lane_key = tool.resource_key if tool.resource_key is not None else f"\x00call-{index}"
         lanes.setdefault(lane_key, []).append((index, tool, args))
 

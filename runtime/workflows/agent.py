@@ -131,6 +131,7 @@ class AgentWorkflow(Workflow):
 
     async def _run(self, ctx: StepContext) -> dict[str, Any]:
         from runtime.flow.agent import Agent, MemoryOptions
+        from runtime.flow.policy_gate import tool_gate
 
         inp = ctx.input
         provider = provider_for(ctx)
@@ -148,7 +149,8 @@ class AgentWorkflow(Workflow):
                 token_budget=inp.get("token_budget"),
                 on_delta=ctx.text,
             )
-            result = await agent.run(ctx.runtime, session.id, progress=ctx.progress, journal=ctx.effect)
+            gate = tool_gate(ctx, self.name)
+            result = await agent.run(ctx.runtime, session.id, progress=ctx.progress, journal=ctx.effect, gate=gate)
         return result_state(result)
 
 

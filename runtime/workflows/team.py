@@ -112,6 +112,7 @@ class Team(Workflow):
 
     async def _member(self, member: str, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         from runtime.flow.agent import Agent, MemoryOptions
+        from runtime.flow.policy_gate import tool_gate
 
         rt, inp = ctx.runtime, ctx.input
         session = await rt.sessions.get(state["session_id"])
@@ -126,7 +127,8 @@ class Team(Workflow):
                 name=member,
                 on_delta=ctx.text,
             )
-            result = await agent.run(rt, session.id, progress=ctx.progress, journal=ctx.effect)
+            gate = tool_gate(ctx, self.name)
+            result = await agent.run(rt, session.id, progress=ctx.progress, journal=ctx.effect, gate=gate)
         outcome = result_state(result)
         turn = {"member": member, **{k: outcome[k] for k in ("answer", "truncated", "rounds", "stop")}}
         next_state = {**state, "session_id": outcome["output_session_id"], "turns": [*state["turns"], turn]}
