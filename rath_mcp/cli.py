@@ -162,6 +162,15 @@ def _embedder_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _webhook_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-webhook-hosts",
+        metavar="HOST[,HOST...]",
+        help="hosts a run's notify_url may name over plain http or at a private address (default: none: only "
+        "https to public addresses); notifications are signed with $RATH_WEBHOOK_SECRET",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree of CONTRACT §3."""
     parser = _Parser(prog="rath-mcp", description="A durable multi-agent runtime behind MCP.")
@@ -179,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--max-queued-runs", type=whole(1), default=1000, metavar="N", help=QUEUED_HELP)
+    _webhook_arg(p)
     p.add_argument("--auth", choices=AUTH_MODES, default="none", help="how HTTP/SSE callers authenticate")
     p.add_argument("--issuer", metavar="URL", help="--auth oauth: the authorization server's issuer URL")
     p.add_argument("--audience", metavar="URL", help="--auth oauth: the token audience (default: this server's URL)")
@@ -197,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="run durable workers on a shared store until SIGINT/SIGTERM")
     p.add_argument("--workers", type=whole(1), default=4, help="runs driven at once")
+    _webhook_arg(p)
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--artifacts", default=os.environ.get("RATH_ARTIFACTS") or None, metavar="URL", help=ARTIFACTS_HELP)
@@ -321,6 +332,7 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         workers=args.workers,
         lease_s=args.lease_s,
         max_queued_runs=args.max_queued_runs,
+        allow_webhook_hosts=args.allow_webhook_hosts,
         sandbox=args.sandbox,
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
@@ -464,6 +476,7 @@ async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy, tra
         store=args.store,
         workers=args.workers,
         lease_s=args.lease_s,
+        allow_webhook_hosts=args.allow_webhook_hosts,
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
         artifacts=args.artifacts,

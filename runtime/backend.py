@@ -17,6 +17,7 @@ from runtime.memory.store import MemoryStore
 from runtime.schedules.store import ScheduleStore
 from runtime.sessions.store import SessionStore
 from runtime.store import StoreURL
+from runtime.webhooks.store import WebhookStore
 
 
 class OpsStore(Protocol):
@@ -46,6 +47,10 @@ class StoreBackend(Protocol):
 
     def schedules(self) -> ScheduleStore:
         """The schedules of every tenant/project (the ticker fires them all)."""
+        ...
+
+    def webhooks(self) -> WebhookStore:
+        """Run notifications of every tenant/project (any server or worker sends them)."""
         ...
 
     def tokens(self) -> TokenStore: ...

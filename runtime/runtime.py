@@ -15,7 +15,7 @@ them (tools, workflows, agents) needs no scope argument and cannot step outside 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -51,6 +51,9 @@ from runtime.secrets import Secrets, load_secrets
 from runtime.sessions.service import SessionService
 from runtime.store import StoreURL, open_backend, resolve_store
 from runtime.telemetry import Tracing
+from runtime.webhooks.service import WebhookService
+from runtime.webhooks.signing import secret_from_env
+from runtime.webhooks.targets import WebhookPolicy, parse_hosts
 from runtime.workflows import builtin_workflows
 
 DEFAULT_HOME = "~/.rath"
@@ -136,6 +139,8 @@ class Runtime:
         poll_s: float = POLL_S,
         worker_slots: int = 0,
         max_queued_runs: int | None = 1000,
+        webhook_policy: WebhookPolicy | None = None,
+        webhook_key: bytes | None = None,
         semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
         secrets: Secrets | None = None,
@@ -172,6 +177,9 @@ class Runtime:
         )
         # Fires due schedules of every scope, on a clock of its own (tests set ``ticker.clock``).
         self.ticker = Ticker(store.schedules(), self.workflows, self.engine.wake_workers)
+        # Run notifications: what a run start checks its notify_url with, and the sender of the outbox.
+        self.webhooks = WebhookService(store.webhooks(), webhook_policy or WebhookPolicy(), webhook_key)
+        self.engine.check_notify = self.webhooks.check
         self._sandbox_options: dict[str, Any] = {
             "default_backend": sandbox,
             "opensandbox_settings": opensandbox,
@@ -301,6 +309,7 @@ class Runtime:
         embedder: str | None = "none",
         max_queued_runs: int | None = 1000,
         tracing: Tracing | None = None,
+        allow_webhook_hosts: str | Sequence[str] | None = None,
     ) -> AsyncIterator[Runtime]:
         """Open (creating and migrating if needed) the runtime stored under ``home``.
 
@@ -318,6 +327,8 @@ class Runtime:
         ``$RATH_ARTIFACTS``, else ``HOME/artifacts``).
         ``max_queued_runs``: a run start is refused when its tenant/project has this many queued runs (None: no limit).
         ``tracing``: where model calls and sandbox commands are traced (``runtime.telemetry``; default: nowhere).
+        ``allow_webhook_hosts``: hosts a run's ``notify_url`` may name over plain http or at a private
+        address (``--allow-webhook-hosts``); notifications are signed with ``$RATH_WEBHOOK_SECRET``.
         """
         check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
         check_scope_name("project", project)
@@ -340,6 +351,8 @@ class Runtime:
         blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
         limits_from_env()  # so is a bad $RATH_ARTIFACT_MAX_BYTES or $RATH_ARTIFACT_QUOTA
         secrets = load_secrets(root)  # a malformed "secrets" section: a plain error, before the store opens
+        webhook_policy = WebhookPolicy(parse_hosts(allow_webhook_hosts))  # so are bad hosts or a bad secret
+        webhook_key = secret_from_env()
         policy = load_call_policy(root)  # so is a malformed "policy"
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
         body_error: BaseException | None = None
@@ -359,6 +372,8 @@ class Runtime:
                     poll_s=poll_s,
                     worker_slots=workers,
                     max_queued_runs=max_queued_runs,
+                    webhook_policy=webhook_policy,
+                    webhook_key=webhook_key,
                     semantic=None if made is None else Semantic(made),
                     blobs=blobs,
                     secrets=secrets,
@@ -369,6 +384,8 @@ class Runtime:
                     tg.start_soon(rt.semantic.run, rt.memory.store.vectors())
                 if not url.read_only:  # an inspection fires nothing
                     tg.start_soon(rt.ticker.run)
+                    if rt.webhooks.sender is not None:  # any server or worker sends the outbox's notifications
+                        tg.start_soon(rt.webhooks.sender.run)
                 if workers:
                     tg.start_soon(partial(run_worker, rt.engine, slots=workers))
                 redacting = secrets.redactor.install()  # log lines never show a resolved secret

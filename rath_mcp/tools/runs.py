@@ -43,6 +43,7 @@ from rath_mcp.tools.sessions import READ_ONLY, WRITES
 from rath_mcp.waiting import RunWaiter, actor_of, cap
 from runtime import InvalidInputError, Runtime
 from runtime.durable.models import TERMINAL, Run
+from runtime.durable.store_shared import Scope
 
 
 class ForkedFrom(WireModel):
@@ -50,6 +51,19 @@ class ForkedFrom(WireModel):
 
     run_id: str
     checkpoint_seq: int
+
+
+class Notification(WireModel):
+    """A run's latest notification to its notify_url, and how its last try went."""
+
+    webhook_id: str = Field(description="the webhook-id header: the same on every try")
+    event: str = Field(description="run.waiting, run.needs_review, run.succeeded, run.failed, ...")
+    status: str = Field(description="pending (to be tried), delivered (a 2xx), gone (a 410), failed (24 h of failures)")
+    attempts: int
+    code: int | None = Field(description="the HTTP status of the last try; null: none yet, or no answer")
+    at: float | None = Field(description="when the last try was made")
+    error: str | None = Field(description="what went wrong with the last try")
+    next_at: float | None = Field(description="when the next try is due (pending only)")
 
 
 class RunSummary(WireModel):
@@ -72,6 +86,9 @@ class RunSummary(WireModel):
     created_at: float
     updated_at: float
     hint: str | None = Field(default=None, description="what to do next, in words")
+    notify: Notification | None = Field(
+        default=None, description="run_get: the latest notification to the run's notify_url; null: none"
+    )
 
     @classmethod
     def of(cls, run: Run, rt: Runtime) -> RunSummary:
@@ -187,6 +204,10 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
         idempotency_key: IdempotencyKey = None,
         deadline_s: DeadlineS = None,
         priority: Priority = 0,
+        notify_url: Annotated[
+            str | None,
+            Field(max_length=2048, description="an https URL POSTed the signed run summary when it waits or ends"),
+        ] = None,
         wait_s: WaitS = 0,
     ) -> RunSummary | InputRequiredResult:
         """Start a durable run of a workflow; waits up to wait_s for it to settle, else returns the handle."""
@@ -200,6 +221,7 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
                 idempotency_key=idempotency_key,
                 deadline_s=deadline_s,
                 priority=priority,
+                notify_url=notify_url,
             )
             run_id = started.id
         return summary_of(await waiter.wait(ctx, run_id, cap(wait_s)), rt)
@@ -207,8 +229,10 @@ def register(server: MCPServer, rt: Runtime, waiter: RunWaiter) -> None:
     @server.tool(annotations=READ_ONLY)
     @translate_tool
     async def run_get(run_id: RunId) -> RunSummary:
-        """A run's summary, with its pending interrupts."""
-        return RunSummary.of(await rt.runs.get(run_id), rt)
+        """A run's summary, with its pending interrupts and its latest notification (notify)."""
+        run = await rt.runs.get(run_id)
+        last = await rt.webhooks.last(Scope(run.tenant, run.project), run.id)
+        return RunSummary.of(run, rt).model_copy(update={"notify": Notification(**last) if last else None})
 
     @server.tool(annotations=READ_ONLY)
     @translate_tool

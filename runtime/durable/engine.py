@@ -13,7 +13,7 @@ into the run's own ``RunStore``: one file per backend implements that (``runtime
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ import anyio
 
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.store import RunQueue, RunStore
+from runtime.errors import InvalidInputError
 from runtime.flow.services import Services
 
 POLL_S = 0.25
@@ -61,6 +62,9 @@ class Engine:
     """Runs this process drives at once; 0: none (worker processes on the same store do)."""
     max_queued: int | None = 1000
     """A run start is refused when its tenant/project has this many queued runs (None: no limit)."""
+    check_notify: Callable[[str], Awaitable[None]] | None = None
+    """Checks a new run's ``notify_url`` before anything is written (``runtime.webhooks``); None: this
+    runtime sends no notifications, and a run asking for one is refused."""
     waiters: dict[str, anyio.Event] = field(default_factory=dict)
     """Local waiters on runs, by run id (ids are unique across scopes)."""
     workers: list[WorkerSignals] = field(default_factory=list)
@@ -72,6 +76,17 @@ class Engine:
             event = self.waiters.pop(run_id, None)
             if event is not None:
                 event.set()
+
+    async def notify_target(self, workflow: str, given: str | None) -> str | None:
+        """The URL a new run of ``workflow`` notifies (``given``, else the workflow's own ``notify_url``),
+        checked; None when it notifies nothing."""
+        url = given if given is not None else self.workflows.get(workflow).notify_url
+        if url is None:
+            return None
+        if self.check_notify is None:
+            raise InvalidInputError("notify_url: this runtime sends no run notifications")
+        await self.check_notify(url)
+        return url
 
     def wake_workers(self) -> None:
         """A run became claimable, or a concurrency slot freed: every worker of this process looks now."""

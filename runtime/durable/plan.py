@@ -67,6 +67,8 @@ class Plan:
     concurrency_key: str | None = None
     """The input field that keys the limit, or the name of the method that computes it (described only)."""
     key_of: Callable[[dict[str, Any]], str | None] | None = None
+    notify_url: str | None = None
+    """Where a run is notified when it waits on a human or ends, unless its start names another URL."""
 
     @cached_property
     def plan_hash(self) -> str:
@@ -281,4 +283,13 @@ def compile_workflow(target: type[Workflow] | Workflow) -> Plan:
         steps=MappingProxyType(steps),
         workflow=instance,
         **_concurrency(cls, instance),
+        notify_url=_notify_url(cls),
     )
+
+
+def _notify_url(cls: type[Workflow]) -> str | None:
+    """The class's ``notify_url`` (checked against the server's webhook policy when a run starts)."""
+    url = getattr(cls, "notify_url", None)
+    if url is not None and (not isinstance(url, str) or not url.startswith(("https://", "http://"))):
+        raise _fail(cls, f"notify_url = {url!r}; give an https:// URL (or None: no notifications)")
+    return url

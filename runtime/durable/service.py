@@ -155,9 +155,11 @@ class RunService:
         idempotency_key: str | None = None,
         deadline_s: float | None = None,
         priority: int = 0,
+        notify_url: str | None = None,
     ) -> Run:
         """Queue a run of ``workflow``. The same request with the same ``idempotency_key`` returns the same run.
-        ``priority`` (-100..100): a higher run is claimed before a lower one, within concurrency limits."""
+        ``priority`` (-100..100): a higher run is claimed before a lower one, within concurrency limits.
+        ``notify_url``: where its summary is POSTed when it waits on a human or ends (``runtime.webhooks``)."""
         return await self.submit(
             workflow,
             session_id=session_id,
@@ -165,6 +167,7 @@ class RunService:
             idempotency_key=idempotency_key,
             deadline_s=deadline_s,
             priority=priority,
+            notify_url=notify_url,
         )
 
     async def submit(
@@ -177,6 +180,7 @@ class RunService:
         idempotency_key: str | None = None,
         deadline_s: float | None = None,
         priority: int = 0,
+        notify_url: str | None = None,
     ) -> Run:
         """Queue a run from ``session_id`` and/or ``message`` (a new session holding it, or appended to the
         given one). Checked first, so a refused start writes nothing.
@@ -189,6 +193,9 @@ class RunService:
         check_priority(priority)
         payload = dict(input or {})
         asked: dict[str, Any] = {"priority": priority} if priority else {}  # keys stored before priority still match
+        target = await self.engine.notify_target(workflow, notify_url)  # a refused URL: nothing written
+        if notify_url is not None:
+            asked["notify_url"] = notify_url
         fingerprint = request_fingerprint(
             workflow=workflow, message=message, session_id=session_id, input=payload, deadline_s=deadline_s, **asked
         )
@@ -210,6 +217,7 @@ class RunService:
             request_hash=fingerprint,
             deadline=now() + deadline_s if deadline_s is not None else None,
             concurrency_key=plan.run_key(payload),
+            notify_url=target,
             priority=priority,
             max_queued=self.engine.max_queued,
         )

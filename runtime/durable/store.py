@@ -96,6 +96,8 @@ class NewRun:
     forked_from: tuple[str, int] | None = None
     concurrency_key: str | None = None
     priority: int = 0
+    notify_url: str | None = None
+    """Where the run's summary is POSTed when it waits on a human or ends (``runtime.webhooks``), checked already."""
     max_queued: int | None = None
     """Refuse the run when its tenant/project has this many queued runs already (None: no limit; not a column)."""
 
@@ -116,6 +118,7 @@ class NewRun:
             "forked_from_seq": origin[1] if origin else None,
             "concurrency_key": self.concurrency_key,
             "priority": self.priority,
+            "notify_url": self.notify_url,
         }
 
 

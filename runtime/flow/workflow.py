@@ -245,6 +245,9 @@ class Workflow:
     input_schema: dict[str, Any] | None = None
     concurrency: int | None = None
     concurrency_key: str | Callable[[dict[str, Any]], str | None] | None = None
+    notify_url: str | None = None
+    """Where each run's summary is POSTed, signed, when it waits on a human or ends (a run start may
+    name another URL); see docs/webhooks.md."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

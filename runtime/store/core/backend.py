@@ -9,6 +9,7 @@ from runtime.store.core.artifacts import CoreArtifactStore
 from runtime.store.core.memory import CoreMemoryStore, Recall
 from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.core.statements import Executor
+from runtime.store.core.webhooks import CoreWebhookStore
 from runtime.store.url import StoreURL
 
 
@@ -28,6 +29,9 @@ class CoreBackend:
 
     def schedules(self) -> CoreScheduleStore:
         return CoreScheduleStore(self.ex)
+
+    def webhooks(self) -> CoreWebhookStore:
+        return CoreWebhookStore(self.ex)
 
     def tokens(self) -> CoreTokenStore:
         return CoreTokenStore(self.ex)

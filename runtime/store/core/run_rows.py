@@ -30,6 +30,7 @@ from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.statements import Op, Row, many, none, one, rows, value
+from runtime.store.core.webhooks import settled
 
 #: Where the worker's queries are in ``Scope | None`` (its parameters: ``scope_args``).
 IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
@@ -113,6 +114,7 @@ def guarded_update(
         last = yield from _one_statement(run_id, token, sets, events, checkpoint, at)
         if last is None:
             raise LeaseLostError(run_id, token)
+        yield from _notify(d, run_id, sets)
         return last
     if not (yield none(_guarded_sql(tuple(sets)), n, at, *sets.values(), run_id, token)):
         raise LeaseLostError(run_id, token)
@@ -124,7 +126,17 @@ def guarded_update(
         seq = last_seq - n + 1 + _checkpoint_index(events)
         kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
     yield from append_events(d, run_id, last_seq, events, at, kept)
+    yield from _notify(d, run_id, sets)
     return last_seq
+
+
+def _notify(d: Dialect, run_id: str, sets: RunChange) -> Op[None]:
+    """A run moved to a status its ``notify_url`` hears of gets its notification in this transaction
+    (``runtime.store.core.webhooks``). Not ``waiting``: ``park`` settles that once its interrupt is
+    written, so that the summary sent names it."""
+    status = sets.get("status")
+    if status is not None and status != "waiting":
+        yield from settled(d, run_id, status)
 
 
 @lru_cache(maxsize=256)
@@ -191,6 +203,7 @@ def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[Even
             yield from append_events(d, run_id, int(last), events, at)
     if last is None:
         raise NotFoundError(f"no run {run_id}")
+    yield from _notify(d, run_id, sets)
     return int(last)
 
 

@@ -35,7 +35,7 @@ from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.errors import ConflictError
 from runtime.ids import now
 from runtime.sessions.store import NewSession
-from runtime.store.core import claims, decisions, reap
+from runtime.store.core import claims, decisions, reap, webhooks
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_reads import (
     by_idempotency_key,
@@ -242,6 +242,7 @@ def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterr
         i.id, run_id, scope.tenant, scope.project, i.step, i.visit, i.ordinal, i.kind, i.prompt,
         dumps(i.schema) if i.schema is not None else None, i.expires_at, now(),
     )  # fmt: skip
+    yield from webhooks.settled(d, run_id, "waiting")  # after the interrupt: the summary sent names it
     return run_id
 
 

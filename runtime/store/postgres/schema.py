@@ -353,5 +353,36 @@ OPERATIONS = [
 ]
 """Team operations (CONTRACT §15): schedules, the once-only key of each tick, runs' schedule and priority."""
 
-ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS, *OPERATIONS]
+WEBHOOKS = [
+    Migration(
+        "0600_webhook_deliveries",
+        """
+        ALTER TABLE runs ADD COLUMN notify_url TEXT;
+        CREATE TABLE webhook_deliveries (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            run_id TEXT COLLATE "C" NOT NULL,
+            tenant TEXT NOT NULL,
+            project TEXT NOT NULL,
+            url TEXT NOT NULL,
+            event TEXT NOT NULL,
+            body TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL,
+            lease_owner TEXT,
+            lease_token BIGINT NOT NULL DEFAULT 0,
+            last_code INTEGER,
+            last_error TEXT,
+            last_at DOUBLE PRECISION,
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_at);
+        CREATE INDEX webhook_deliveries_run ON webhook_deliveries (run_id, created_at);
+        """,
+    ),
+]
+"""Run notifications (CONTRACT §15 webhooks): runs' notify URL and the outbox of deliveries, as on SQLite."""
+
+ALL = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS, *OPERATIONS, *WEBHOOKS]
 """Every PostgreSQL migration, in the order they apply (names are never reused or reordered)."""

@@ -12,5 +12,6 @@ from runtime.store.sqlite.schema.durable import MIGRATIONS as DURABLE
 from runtime.store.sqlite.schema.memory import MIGRATIONS as MEMORY
 from runtime.store.sqlite.schema.operations import MIGRATIONS as OPERATIONS
 from runtime.store.sqlite.schema.sessions import MIGRATIONS as SESSIONS
+from runtime.store.sqlite.schema.webhooks import MIGRATIONS as WEBHOOKS
 
-ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS, *OPERATIONS]
+ALL_MIGRATIONS: list[Migration] = [*SESSIONS, *DURABLE, *MEMORY, *ACCESS, *ARTIFACTS, *OPERATIONS, *WEBHOOKS]

@@ -1,0 +1,146 @@
+"""``Sender``: claims due notifications from the store's outbox, POSTs them signed, records each try.
+
+Every server and worker on a store runs one (with ``$RATH_WEBHOOK_SECRET`` set); which of them sends
+a notification does not matter. A claim holds a delivery for ``lease_s`` (``WebhookStore.claim``): a
+sender that dies mid-try leaves it to another once that runs out. A try that is not answered with a
+2xx is tried again after an exponential backoff with jitter (``backoff_s``: the first retry comes
+2.5 to 7.5 s later), under the same ``webhook-id`` and with the same body, until 24 h after the
+run's change (then ``failed``); a ``410 Gone`` ends the tries at once (``gone``).
+
+A try connects to the address just checked by the policy (``targets``), with no redirects followed,
+no proxy from the environment, no connection kept (one is never reused for another host at the same
+address), a time limit on the whole try (``timeout_s``: a slow receiver is a failed try) and none of
+the receiver's answer read beyond its status line and headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import time
+from collections.abc import Callable
+
+import anyio
+import httpx
+
+from runtime.errors import InvalidInputError
+from runtime.ids import new_id
+from runtime.webhooks.signing import headers
+from runtime.webhooks.store import DELIVERED, FAILED, GONE, PENDING, Attempt, Delivery, WebhookStore
+from runtime.webhooks.targets import WebhookPolicy
+
+log = logging.getLogger(__name__)
+
+FIRST_BACKOFF_S = 5.0
+MAX_BACKOFF_S = 3600.0
+BATCH = 16
+"""Deliveries claimed (and sent at once) per look at the store."""
+
+
+def backoff_s(attempts: int, jitter: float) -> float:
+    """Seconds before the next try after ``attempts`` failed ones: doubling from ``FIRST_BACKOFF_S`` up to
+    ``MAX_BACKOFF_S``, times 0.5 to 1.5 (``jitter`` in [0, 1)) so that receivers coming back are not hit
+    by every sender at once."""
+    return float(min(FIRST_BACKOFF_S * 2 ** (max(attempts, 1) - 1), MAX_BACKOFF_S) * (0.5 + jitter))
+
+
+class Sender:
+    def __init__(
+        self,
+        store: WebhookStore,
+        policy: WebhookPolicy,
+        key: bytes,
+        *,
+        clock: Callable[[], float] = time.time,
+        jitter: Callable[[], float] = random.random,
+        lease_s: float = 60.0,
+        interval_s: float = 1.0,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.key = key
+        self.clock = clock  # tries are stamped, and due, on this clock (tests inject one)
+        self.jitter = jitter
+        self.lease_s = lease_s
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('snd')}"
+        self._woken = anyio.Event()
+
+    def wake(self) -> None:
+        """Something may be due: look now."""
+        self._woken.set()
+
+    async def run(self) -> None:
+        """Send what is due, then look again every ``interval_s`` (or when woken); until cancelled."""
+        while True:
+            self._woken = anyio.Event()
+            try:
+                await self.send_due()
+            except Exception:  # a store outage: logged, tried again next time
+                log.exception("could not send the run notifications that are due; trying again")
+            with anyio.move_on_after(self.interval_s):
+                await self._woken.wait()
+
+    async def send_due(self) -> list[tuple[Delivery, Attempt]]:
+        """Claim what is due now and try each once (at the same time); what each try recorded."""
+        claimed = await self.store.claim(self.owner, self.clock(), self.lease_s, BATCH)
+        done: list[tuple[Delivery, Attempt]] = []
+
+        async def one(delivery: Delivery) -> None:
+            attempt = await self.attempt(delivery)
+            if await self.store.record(delivery, attempt):
+                done.append((delivery, attempt))
+
+        async with anyio.create_task_group() as tg:
+            for delivery in claimed:
+                tg.start_soon(one, delivery)
+        return done
+
+    async def attempt(self, delivery: Delivery) -> Attempt:
+        """One try of ``delivery``: how it ended, and when to try next."""
+        code: int | None = None
+        error: str | None = None
+        try:
+            with anyio.fail_after(self.timeout_s):
+                code = await self._post(delivery)
+        except TimeoutError:
+            error = f"no answer within {self.timeout_s:g} s"
+        except InvalidInputError as exc:  # the URL's host now resolves where it may not go
+            error = str(exc)
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        at = self.clock()
+        if code is not None and 200 <= code < 300:
+            return Attempt(DELIVERED, at, code, None, at)
+        if code == 410:
+            return Attempt(GONE, at, code, "the receiver answered 410 Gone: no more tries", at)
+        if code is not None:
+            error = f"HTTP {code}"
+        next_at = at + backoff_s(delivery.attempts + 1, self.jitter())
+        status = PENDING if next_at <= delivery.expires_at else FAILED
+        log.info("run %s notification %s not delivered (%s)", delivery.run_id, delivery.id, error)
+        return Attempt(status, next_at, code, error, at)
+
+    async def _post(self, delivery: Delivery) -> int:
+        target = await self.policy.resolve(delivery.url)
+        body = delivery.body.encode()
+        sent = {
+            **headers(self.key, delivery.id, int(self.clock()), body),
+            "content-type": "application/json",
+            "host": target.host_header(),
+            "user-agent": "rath-mcp-webhooks",
+        }
+        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        limits = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(trust_env=False, follow_redirects=False, limits=limits) as client:
+            request = client.build_request(
+                "POST", target.connect_url(), content=body, headers=sent, extensions=extensions,
+                timeout=self.timeout_s,
+            )  # fmt: skip
+            response = await client.send(request, stream=True)
+            await response.aclose()  # its body is never read
+            return response.status_code

@@ -1,0 +1,94 @@
+"""A real HTTP receiver of webhooks on 127.0.0.1 (a thread serving ``http.server``), and an independent
+Standard Webhooks verifier (written from the spec, sharing no code with ``runtime.webhooks``).
+
+The receiver answers each POST with the next status of ``codes`` (200 once they run out), records
+what it got, and lets a test wait until it has had ``n`` requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import anyio
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    path: str
+
+
+@dataclass
+class Receiver:
+    url: str = ""
+    codes: list[int] = field(default_factory=list)
+    got: list[Received] = field(default_factory=list)
+    hold: threading.Event | None = None  # set: answer; unset: hang (a slow receiver)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    async def wait_for(self, n: int, timeout: float = 30.0) -> list[Received]:
+        def wait() -> bool:
+            with self.changed:
+                return self.changed.wait_for(lambda: len(self.got) >= n, timeout)
+
+        assert await anyio.to_thread.run_sync(wait), f"the receiver got {len(self.got)} requests, expected {n}"
+        return list(self.got)
+
+
+@contextmanager
+def receiving(codes: list[int] | None = None) -> Iterator[Receiver]:
+    receiver = Receiver(codes=list(codes or []))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            with receiver.changed:
+                code = receiver.codes.pop(0) if receiver.codes else 200
+            if receiver.hold is not None:
+                receiver.hold.wait(30)
+            self.send_response(code)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            with receiver.changed:
+                receiver.got.append(Received({k.lower(): v for k, v in self.headers.items()}, body, self.path))
+                receiver.changed.notify_all()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        yield receiver
+    finally:
+        if receiver.hold is not None:
+            receiver.hold.set()
+        server.shutdown()
+        server.server_close()
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes, now: float, tolerance_s: float = 300) -> bool:
+    """The Standard Webhooks check, from the spec: the key is the base64 after ``whsec_``; the signed
+    content is ``{webhook-id}.{webhook-timestamp}.{body}``; ``webhook-signature`` is a space-separated
+    list of ``v1,<base64 HMAC-SHA256>``, any of which may match; the timestamp must be recent."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    msg_id, stamp = headers["webhook-id"], headers["webhook-timestamp"]
+    if abs(now - int(stamp)) > tolerance_s:
+        return False
+    expected = base64.b64encode(hmac.new(key, f"{msg_id}.{stamp}.".encode() + body, hashlib.sha256).digest())
+    for sig in headers["webhook-signature"].split(" "):
+        version, _, value = sig.partition(",")
+        if version == "v1" and hmac.compare_digest(value.encode(), expected):
+            return True
+    return False
