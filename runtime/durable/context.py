@@ -23,7 +23,7 @@ import anyio.to_thread
 from runtime.durable.engine import Engine
 from runtime.durable.models import Decision, Effect, Interrupt, InterruptKind
 from runtime.durable.outage import once_reachable
-from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, RunStore, dumps
+from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, RunStore, StepCommit, dumps
 from runtime.durable.transcript import decision_chunks
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
 from runtime.flow.workflow import EffectClass, StepContext
@@ -237,7 +237,7 @@ class LiveContext(StepContext):
 
     async def progress(self, message: str) -> None:
         events: list[EventSpec] = [("step.progress", {"step": self.step, "message": self._redact(str(message))})]
-        await self._write(partial(self.store.commit, self.run_id, self.token, {}, events))
+        await self._write(partial(self.store.commit, StepCommit(self.run_id, self.token, {}, events)))
         self.engine.notify(self.run_id)
 
     async def text(self, piece: str) -> None:
@@ -246,5 +246,5 @@ class LiveContext(StepContext):
         if not piece:
             return
         events: list[EventSpec] = [("step.text", {"step": self.step, "text": self._redact(str(piece))})]
-        await self._write(partial(self.store.commit, self.run_id, self.token, {}, events))
+        await self._write(partial(self.store.commit, StepCommit(self.run_id, self.token, {}, events)))
         self.engine.notify(self.run_id)

@@ -24,7 +24,7 @@ from runtime.durable.engine import Engine
 from runtime.durable.held import CHAINED, CommitLine
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, dumps
+from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, StepCommit, dumps
 from runtime.errors import CommitUnknownError, InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
@@ -108,7 +108,7 @@ class Runner:
         self.line = CommitLine(self._store_commit, self._committed, lease.lose, claim.id)
 
     def _store_commit(self, change: dict[str, Any], events: list[EventSpec], **options: Any) -> Awaitable[list[Claim]]:
-        return self.store.commit(self.run_id, self.lease.token, change, events, **options)
+        return self.store.commit(StepCommit(self.run_id, self.lease.token, change, events, **options))
 
     def _committed(self) -> None:
         self.engine.notify(self.run_id)

@@ -225,6 +225,33 @@ class ClaimOrder:
     limits: Limits | None = None
 
 
+@dataclass(frozen=True)
+class StepCommit:
+    """One commit a worker makes under its lease (``RunStore.commit``), fenced by ``token``: change the run
+    and append events (and a checkpoint, at its ``checkpoint.created`` event).
+
+    ``held``: earlier steps' commits, made first, in order, in the same transaction (each as its own
+    commit would have been, all under the same fencing check and timestamp). ``settle``: first settle
+    the run's dispatched effects as ``reap`` does, their events before ``tail``. ``retry_in_s``: the run
+    may be claimed again (``next_at``) that long after this commit's own timestamp, the one its events
+    carry. ``output_session``: a session to create in the same transaction, in the run's tenant/project;
+    the run's ``output_session_id`` becomes its id (a run's last commit makes the empty output session
+    of a run whose steps made none: one write instead of two, and never a session without its run's
+    success). ``then_claim``: a claim made in the same transaction (what ``RunQueue.claim`` would get)."""
+
+    run_id: str
+    token: int
+    change: RunChange
+    events: Sequence[EventSpec]
+    settle: bool = False
+    tail: Sequence[EventSpec] = ()
+    checkpoint: StepCheckpoint | None = None
+    retry_in_s: float | None = None
+    output_session: NewSession | None = None
+    then_claim: ClaimOrder | None = None
+    held: Sequence[HeldStep] = ()
+
+
 class RunQueue(Protocol):
     """A worker's operations on the runs it serves: readiness, claims, takeover, reaping, and its leases.
 
@@ -369,30 +396,8 @@ class RunStore(RunQueue, Protocol):
         ...
 
     # -- under a lease (fenced) -------------------------------------------------------------
-    async def commit(
-        self,
-        run_id: str,
-        token: int,
-        change: RunChange,
-        events: Sequence[EventSpec],
-        *,
-        settle: bool = False,
-        tail: Sequence[EventSpec] = (),
-        checkpoint: StepCheckpoint | None = None,
-        retry_in_s: float | None = None,
-        output_session: NewSession | None = None,
-        then_claim: ClaimOrder | None = None,
-        held: Sequence[HeldStep] = (),
-    ) -> list[Claim]:
-        """Change the run and append events (and a checkpoint, at its ``checkpoint.created`` event).
-        ``held``: earlier steps' commits, made first, in order, in the same transaction (each as its own
-        commit would have been, all under the same fencing check and timestamp).
-        ``settle``: first settle its dispatched effects as ``reap`` does, their events before ``tail``.
-        ``retry_in_s``: the run may be claimed again (``next_at``) that long after this commit's own
-        timestamp, the one its events carry. ``output_session``: a session to create in the same
-        transaction, in the run's tenant/project; the run's ``output_session_id`` becomes its id (a
-        run's last commit makes the empty output session of a run whose steps made none: one write
-        instead of two, and never a session without its run's success)."""
+    async def commit(self, step: StepCommit) -> list[Claim]:
+        """Make ``step`` (see ``StepCommit``) in one transaction; the claims its ``then_claim`` got."""
         ...
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]: ...

@@ -34,7 +34,7 @@ from runtime.durable.engine import Engine
 from runtime.durable.outage import Outage, once_reachable
 from runtime.durable.owner import is_gone, this_process
 from runtime.durable.runner import Lease, Runner
-from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec
+from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, StepCommit
 from runtime.errors import CommitUnknownError, LeaseLostError, StoreUnavailableError
 from runtime.ids import now
 
@@ -217,7 +217,8 @@ class Worker:
         events: list[EventSpec] = [("run.state.changed", {"status": "failed", "reason": "internal error"})]
         with anyio.CancelScope(shield=True):
             try:
-                await self.engine.stores(claim.tenant, claim.project).commit(lease.run_id, lease.token, sets, events)
+                store = self.engine.stores(claim.tenant, claim.project)
+                await store.commit(StepCommit(lease.run_id, lease.token, sets, events))
             except Exception:
                 log.exception("could not record the crash of run %s", lease.run_id)
 

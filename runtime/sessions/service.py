@@ -101,7 +101,7 @@ class SessionService:
     @staticmethod
     def new_empty(metadata: dict[str, Any] | None = None) -> NewSession:
         """What ``create([], metadata=metadata)`` writes, for a store to write inside another of its
-        writes (``RunStore.commit(output_session=...)``)."""
+        writes (``StepCommit.output_session``)."""
         return NewSession(
             op="create", parents=(), chunks=(), placement=Placement(), usage=Usage(), metadata=json_object(metadata)
         )

@@ -11,7 +11,7 @@ import pytest
 from runtime import ConflictError, InvalidInputError, Runtime
 from runtime.durable import Worker
 from runtime.durable.context import LiveContext
-from runtime.durable.store import MAX_LOST_LEASES
+from runtime.durable.store import MAX_LOST_LEASES, StepCommit
 from runtime.errors import LeaseLostError
 from runtime.ids import now
 from tests.durable.conftest import FLOWS, eventually
@@ -75,7 +75,7 @@ async def test_a_stale_workers_commit_is_rejected(home: Path, log: str) -> None:
         (reclaimed,) = await new.claim(1)
         assert reclaimed.token == stale + 1
         with pytest.raises(LeaseLostError, match=f"fencing token {stale} is stale"):
-            await rt.runs.store.commit(run.id, stale, {"state": '{"hacked": 1}'}, [])
+            await rt.runs.store.commit(StepCommit(run.id, stale, {"state": '{"hacked": 1}'}, []))
         after = await rt.runs.get(run.id)
         assert after.state == {"n": 1} and after.lease_token == stale + 1 and after.lease_owner == new.owner
         assert "lease.expired" in [e.type for e in await rt.runs.events(run.id)]

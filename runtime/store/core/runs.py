@@ -28,13 +28,12 @@ from runtime.durable.store import (
     NewInterrupt,
     NewRun,
     RunChange,
-    StepCheckpoint,
+    StepCommit,
     dumps,
 )
 from runtime.durable.store_shared import Scope, idempotency_conflict
 from runtime.errors import ConflictError
 from runtime.ids import now
-from runtime.sessions.store import NewSession
 from runtime.store.core import claims, decisions, reap, webhooks
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_reads import (
@@ -180,35 +179,22 @@ def _lease_arrays(leases: Sequence[tuple[str, int]]) -> tuple[list[str], list[in
     return [run_id for run_id, _ in leases], [token for _, token in leases]
 
 
-def commit(
-    d: Dialect,
-    scope: Scope,
-    run_id: str,
-    token: int,
-    change: RunChange,
-    appended: Sequence[EventSpec],
-    settle: bool,
-    tail: Sequence[EventSpec],
-    checkpoint: StepCheckpoint | None,
-    retry_in_s: float | None,
-    output_session: NewSession | None,
-    held: Sequence[HeldStep],
-) -> Op[str]:
-    """``RunStore.commit`` but its claim: the held steps, then this one, each fenced by ``token``."""
+def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[str]:
+    """``RunStore.commit`` but its claim: the held steps, then this one, each fenced by ``c.token``."""
     at = now()
-    for step in held:
-        yield from guarded_update(d, run_id, token, step.change, step.events, step.checkpoint, at)
-    todo = list(appended)
-    if settle:
-        yield from lock_held(d, run_id, token)  # the run first, then its effects
-        yield from reap.settle_in_flight(d, run_id, todo)
-    todo += tail
-    row = change if retry_in_s is None else {**change, "next_at": at + retry_in_s}
-    if output_session is not None:
-        made = yield from insert_one(d, (scope.tenant, scope.project), output_session)
+    for step in c.held:
+        yield from guarded_update(d, c.run_id, c.token, step.change, step.events, step.checkpoint, at)
+    todo = list(c.events)
+    if c.settle:
+        yield from lock_held(d, c.run_id, c.token)  # the run first, then its effects
+        yield from reap.settle_in_flight(d, c.run_id, todo)
+    todo += c.tail
+    row = c.change if c.retry_in_s is None else {**c.change, "next_at": at + c.retry_in_s}
+    if c.output_session is not None:
+        made = yield from insert_one(d, (scope.tenant, scope.project), c.output_session)
         row = {**row, "output_session_id": made.id}
-    yield from guarded_update(d, run_id, token, row, todo, checkpoint, at)
-    return run_id
+    yield from guarded_update(d, c.run_id, c.token, row, todo, c.checkpoint, at)
+    return c.run_id
 
 
 def record_effect(d: Dialect, scope: Scope, run_id: str, token: int, record: EffectRecord) -> Op[Effect]:
@@ -368,27 +354,12 @@ class CoreRunStore(CoreRunQueue):
     async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
         await self._write(_one, note, self.scope, run_id, events)
 
-    async def commit(
-        self,
-        run_id: str,
-        token: int,
-        change: RunChange,
-        events: Sequence[EventSpec],
-        *,
-        settle: bool = False,
-        tail: Sequence[EventSpec] = (),
-        checkpoint: StepCheckpoint | None = None,
-        retry_in_s: float | None = None,
-        output_session: NewSession | None = None,
-        then_claim: ClaimOrder | None = None,
-        held: Sequence[HeldStep] = (),
-    ) -> list[Claim]:
-        args = (self.scope, run_id, token, change, events, settle, tail, checkpoint, retry_in_s, output_session, held)
-        found = await self._commit(args, then_claim, small_commit(change, events, held))
+    async def commit(self, step: StepCommit) -> list[Claim]:
+        found = await self._commit(step, small_commit(step.change, step.events, step.held))
         return [Claim.from_row(row) for row in found]
 
-    async def _commit(self, args: tuple[Any, ...], then_claim: ClaimOrder | None, small: bool) -> list[Row]:
-        """``commit`` (its ``args``) and ``then_claim``'s claim in one transaction (the backend's own)."""
+    async def _commit(self, step: StepCommit, small: bool) -> list[Row]:
+        """``commit`` and its ``then_claim``'s claim in one transaction (the backend's own)."""
         raise NotImplementedError
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:

@@ -20,7 +20,7 @@ import anyio
 import asyncpg
 from anyio.abc import TaskStatus
 
-from runtime.durable.store import ClaimOrder
+from runtime.durable.store import ClaimOrder, StepCommit
 from runtime.store.core import claims, runs
 from runtime.store.core.dialect import POSTGRES
 from runtime.store.core.statements import Op, Row
@@ -114,10 +114,10 @@ class PostgresRunStore(runs.CoreRunStore):
 
         await self.db.write(write)
 
-    async def _commit(self, args: tuple[Any, ...], then_claim: ClaimOrder | None, small: bool) -> list[Row]:
+    async def _commit(self, step: StepCommit, small: bool) -> list[Row]:
         async def write(conn: asyncpg.Connection) -> list[Row]:
-            await _changed(conn, [await drive(conn, runs.commit(POSTGRES, *args))])
-            return [] if then_claim is None else await _claim_within(conn, then_claim)
+            await _changed(conn, [await drive(conn, runs.commit(POSTGRES, self.scope, step))])
+            return [] if step.then_claim is None else await _claim_within(conn, step.then_claim)
 
         return await self.db.write(write)
 

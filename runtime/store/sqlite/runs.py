@@ -11,11 +11,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from anyio.abc import TaskStatus
 
-from runtime.durable.store import ClaimOrder
+from runtime.durable.store import ClaimOrder, StepCommit
 from runtime.store.core import claims, runs
 from runtime.store.core.dialect import SQLITE
 from runtime.store.core.statements import Row
@@ -64,9 +63,9 @@ class SQLiteRunStore(runs.CoreRunStore):
         """SQLite has no way to hear another process's commit: the runtime polls (``POLL_S``, the workers' poll)."""
         task_status.started(False)
 
-    async def _commit(self, args: tuple[Any, ...], then_claim: ClaimOrder | None, small: bool) -> list[Row]:
+    async def _commit(self, step: StepCommit, small: bool) -> list[Row]:
         def write(conn: sqlite3.Connection) -> list[Row]:
-            drive(conn, runs.commit(SQLITE, *args))
-            return [] if then_claim is None else _claim_within(conn, then_claim)
+            drive(conn, runs.commit(SQLITE, self.scope, step))
+            return [] if step.then_claim is None else _claim_within(conn, step.then_claim)
 
         return await self.db.write(write, small=small)

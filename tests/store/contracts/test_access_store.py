@@ -13,7 +13,7 @@ import pytest
 
 from runtime.access import AuditRecord, TokenService
 from runtime.backend import StoreBackend
-from runtime.durable.store import NewRun
+from runtime.durable.store import NewRun, StepCommit
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.store import StoreURL
 from tests.store.contracts.conftest import BACKENDS, fresh_store_url, open_again, open_test_backend
@@ -136,7 +136,7 @@ async def test_ops_counts_runs_by_status_across_scopes_and_answers_a_ping(store:
     assert await ops.step_durations(0.0, 10) == []
     runs = store.runs("a", "p")
     (claim,) = await runs.claim("w1", 30.0, 1, ["echo"])
-    await runs.commit(claim.id, claim.token, {"state": "{}"}, [("step.completed", {"step": "first"})])
+    await runs.commit(StepCommit(claim.id, claim.token, {"state": "{}"}, [("step.completed", {"step": "first"})]))
     assert await ops.run_counts() == {"queued": 1, "running": 1}
     (done,) = await ops.step_durations(0.0, 10)
     assert done[1] == "echo" and done[2] >= 0.0

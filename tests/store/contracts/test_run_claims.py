@@ -11,7 +11,7 @@ import anyio.lowlevel
 import pytest
 
 from runtime.backend import StoreBackend
-from runtime.durable.store import RELEASE, ClaimOrder, EffectRecord, Holder, NewInterrupt, RunStore
+from runtime.durable.store import RELEASE, ClaimOrder, EffectRecord, Holder, NewInterrupt, RunStore, StepCommit
 from runtime.errors import ConflictError, LeaseLostError
 from runtime.ids import new_id
 from tests.store.contracts.conftest import open_again
@@ -23,7 +23,7 @@ DEAD, ALIVE = Holder(HOST, 100, 5), Holder(HOST, 200, 7)
 
 
 async def succeed(store: RunStore, run_id: str, token: int) -> None:
-    await store.commit(run_id, token, {**RELEASE, "status": "succeeded"}, [("run.state.changed", {})])
+    await store.commit(StepCommit(run_id, token, {**RELEASE, "status": "succeeded"}, [("run.state.changed", {})]))
 
 
 async def keyed(store: RunStore, key: str | None, workflow: str = "wf") -> str:
@@ -67,7 +67,7 @@ async def test_take_over_requeues_only_the_ended_holders_runs_and_fences_its_tok
     (new,) = await store.claim("new", 30.0, 1, ["wf"], holder=ALIVE)
     assert new.id == mine and new.token == old.token + 1
     with pytest.raises(LeaseLostError):  # the ended holder's late commit (a frozen process) changes nothing
-        await store.commit(mine, old.token, {"state": '{"late": 1}'}, [])
+        await store.commit(StepCommit(mine, old.token, {"state": '{"late": 1}'}, []))
     assert (await store.get(mine)).state == {"n": 1}
 
 
@@ -132,7 +132,7 @@ async def test_a_run_waiting_on_an_interrupt_or_a_retry_holds_no_slot(backend: S
     (claim,) = await store.claim("w", 30.0, 10, ["wf"], limits=limits)
     assert claim.id == retrying
     change = {**RELEASE, "status": "queued", "attempt": 2}
-    await store.commit(retrying, claim.token, change, [("step.failed", {})], retry_in_s=3600.0)
+    await store.commit(StepCommit(retrying, claim.token, change, [("step.failed", {})], retry_in_s=3600.0))
     assert [c.id for c in await store.claim("w", 30.0, 10, ["wf"], limits=limits)] == [third]
 
 
@@ -251,16 +251,19 @@ async def test_an_ending_commit_claims_the_next_ready_run_of_any_scope_in_its_ow
     order = ClaimOrder("w", 30.0, 1, ["wf"], holder=ALIVE)
     done = {**RELEASE, "status": "succeeded"}
     with pytest.raises(LeaseLostError):  # a stale token: the run is not ended, and nothing is claimed
-        await store.commit(ending, held.token + 1, done, [("run.state.changed", {})], then_claim=order)
+        await store.commit(StepCommit(ending, held.token + 1, done, [("run.state.changed", {})], then_claim=order))
     assert (await elsewhere.get(waiting)).status == "queued"
-    (claim,) = await store.commit(ending, held.token, done, [("run.state.changed", {})], then_claim=order)
+    (claim,) = await store.commit(StepCommit(ending, held.token, done, [("run.state.changed", {})], then_claim=order))
     assert (claim.id, claim.tenant, claim.project) == (waiting, "local", "other")
     assert (await store.get(ending)).status == "succeeded"
     run = await elsewhere.get(waiting)
     assert (run.status, run.lease_owner, run.lease_token) == ("running", "w", claim.token)
     assert [e.type for e in await elsewhere.events(waiting, 0, 10)][-2:] == ["run.state.changed", "step.started"]
-    assert await store.commit(waiting, claim.token, {}, [], then_claim=order) == []  # nothing left to claim
-    assert await elsewhere.commit(waiting, claim.token, done, [("run.state.changed", {})], then_claim=order) == []
+    assert await store.commit(StepCommit(waiting, claim.token, {}, [], then_claim=order)) == []  # nothing left to claim
+    assert (
+        await elsewhere.commit(StepCommit(waiting, claim.token, done, [("run.state.changed", {})], then_claim=order))
+        == []
+    )
 
 
 async def test_the_run_an_ending_commit_ends_no_longer_counts_against_its_workflows_limit(
@@ -273,7 +276,7 @@ async def test_the_run_an_ending_commit_ends_no_longer_counts_against_its_workfl
     assert await store.claim("w2", 30.0, 1, ["wf"], limits=limits) == []  # the one slot is taken
     order = ClaimOrder("w", 30.0, 1, ["wf"], limits=limits)
     done = {**RELEASE, "status": "succeeded"}
-    (claim,) = await store.commit(ending, held.token, done, [("run.state.changed", {})], then_claim=order)
+    (claim,) = await store.commit(StepCommit(ending, held.token, done, [("run.state.changed", {})], then_claim=order))
     assert claim.id == nxt
 
 
@@ -347,3 +350,46 @@ async def test_the_queue_serves_the_scope_with_fewest_running_runs_first(backend
     limits = {"capped": 1}
     claimed = await queue.claim("w", 30.0, 1, ["wf", "capped"], limits=limits)
     assert [c.id for c in claimed] == [capped]  # B has 1 running, A 3: B's run, under its workflow's limit
+
+
+async def test_the_queue_walks_every_scope_with_ready_runs_across_tenants_and_projects(backend: StoreBackend) -> None:
+    """The scopes are walked in (tenant, project) order a scope at a time: past a project to the next of its
+    tenant, past a tenant to the next one; a scope whose queued runs the claimer does not serve gives none."""
+    queue = backend.queue()
+    a, b, c = backend.runs("t1", "p1"), backend.runs("t1", "p2"), backend.runs("t2", "p1")
+    await started(backend.runs("t0", "p9"), "unserved")
+    backlog = [await started(a) for _ in range(3)]
+    low, high = await started(b), await started(b, priority=5)
+    single = await started(c)
+    first = await queue.claim("w", 30.0, 3, ["wf"])  # nobody runs: the highest priority, then the earliest
+    assert [x.id for x in first] == [high, *backlog[:2]]
+    second = await queue.claim("w", 30.0, 2, ["wf"])  # t2/p1 runs none, t1/p2 one, t1/p1 two
+    assert {x.id for x in second} == {single, low}
+    assert [x.id for x in await queue.claim("w", 30.0, 2, ["wf"])] == [backlog[2]]
+    assert await queue.claim("w", 30.0, 2, ["wf"]) == []
+
+
+async def test_fair_claimers_racing_on_one_store_take_every_run_once(backend: StoreBackend) -> None:
+    """Backends on one store stand in for worker processes claiming through the fair queue at once."""
+    ids = {await started(backend.runs(f"t{i % 3}", f"p{i % 2}")) for i in range(30)}
+    others: list[StoreBackend] = [await open_again(backend), await open_again(backend)]
+    taken: list[str] = []
+
+    async def claimer(each: StoreBackend, owner: str) -> None:
+        queue = each.queue()
+        while len(taken) < len(ids):
+            claims = await queue.claim(owner, 30.0, 2, ["wf"])
+            taken.extend(c.id for c in claims)
+            await anyio.lowlevel.checkpoint()
+            if not claims:
+                await anyio.sleep(0.005)  # pacing a poll, not ordering anything
+
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for i, each in enumerate([backend, *others, backend, *others]):
+                    tg.start_soon(claimer, each, f"w{i}")
+    finally:
+        for other in others:
+            await other.close()
+    assert sorted(taken) == sorted(ids)

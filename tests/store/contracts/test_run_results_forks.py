@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.backend import StoreBackend
-from runtime.durable.store import RELEASE, NewRun, RunStore, request_fingerprint
+from runtime.durable.store import RELEASE, NewRun, RunStore, StepCommit, request_fingerprint
 from runtime.errors import ConflictError, LeaseLostError
 from runtime.sessions.service import SessionService
 
@@ -34,10 +34,12 @@ async def test_a_checkpoint_records_the_runs_session_and_the_ending_commit_its_r
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     assert claim.output_session_id is None
     step = [("step.completed", {}), ("checkpoint.created", {})]
-    await store.commit(run_id, claim.token, {"step": "second"}, step, checkpoint=('{"n": 2}', "second", []))
-    await store.commit(run_id, claim.token, {"output_session_id": "ses_out"}, step, checkpoint=("{}", "third", []))
+    await store.commit(StepCommit(run_id, claim.token, {"step": "second"}, step, checkpoint=('{"n": 2}', "second", [])))
+    await store.commit(
+        StepCommit(run_id, claim.token, {"output_session_id": "ses_out"}, step, checkpoint=("{}", "third", []))
+    )
     done = {**RELEASE, "status": "succeeded", "result": '{"answer": 42}'}
-    await store.commit(run_id, claim.token, done, step, checkpoint=("{}", None, []))
+    await store.commit(StepCommit(run_id, claim.token, done, step, checkpoint=("{}", None, [])))
     assert [(c["next_step"], c["session_id"]) for c in await store.checkpoints(run_id)] == [
         ("second", "ses_in"),  # no output yet: the input session
         ("third", "ses_out"),
@@ -53,7 +55,7 @@ async def test_a_claim_carries_the_output_session_a_run_already_has(backend: Sto
     run_id = await store.create(new_run(), [("run.created", {})])
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     requeue = {**RELEASE, "status": "queued", "output_session_id": "ses_so_far"}
-    await store.commit(run_id, claim.token, requeue, [("run.state.changed", {})])
+    await store.commit(StepCommit(run_id, claim.token, requeue, [("run.state.changed", {})]))
     (again,) = await store.claim("w", 30.0, 1, ["wf"])
     assert again.output_session_id == "ses_so_far"
 
@@ -68,11 +70,13 @@ async def test_an_ending_commit_makes_the_output_session_it_is_given_in_its_own_
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     empty = SessionService.new_empty({"run_id": run_id})
     with pytest.raises(LeaseLostError):
-        await store.commit(run_id, claim.token + 1, {"status": "succeeded"}, [], output_session=empty)
+        await store.commit(StepCommit(run_id, claim.token + 1, {"status": "succeeded"}, [], output_session=empty))
     assert await sessions.page(None, 10) == []
     done = {**RELEASE, "status": "succeeded", "result": "null"}
     await store.commit(
-        run_id, claim.token, done, [("checkpoint.created", {})], checkpoint=("{}", None, []), output_session=empty
+        StepCommit(
+            run_id, claim.token, done, [("checkpoint.created", {})], checkpoint=("{}", None, []), output_session=empty
+        )
     )
     run = await store.get(run_id)
     (made,) = await sessions.page(None, 10)

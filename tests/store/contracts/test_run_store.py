@@ -24,6 +24,7 @@ from runtime.durable.store import (
     NewInterrupt,
     NewRun,
     RunStore,
+    StepCommit,
     dumps,
 )
 from runtime.errors import ConflictError, InvalidInputError, LeaseLostError, NotFoundError
@@ -111,7 +112,7 @@ async def test_a_stale_token_is_fenced_out_and_a_current_one_commits(backend: St
     assert new.token == old.token + 1
     before = await store.get(run_id)
     with pytest.raises(LeaseLostError, match=f"fencing token {old.token} is stale"):
-        await store.commit(run_id, old.token, {"state": '{"hacked": 1}'}, [("step.progress", {})])
+        await store.commit(StepCommit(run_id, old.token, {"state": '{"hacked": 1}'}, [("step.progress", {})]))
     with pytest.raises(LeaseLostError):
         await store.record_effect(
             run_id, old.token, EffectRecord("eff_x", "first", 1, "pay", "non_idempotent", "dispatched")
@@ -122,8 +123,8 @@ async def test_a_stale_token_is_fenced_out_and_a_current_one_commits(backend: St
     assert after.state == before.state and after.last_seq == before.last_seq and after.lease_owner == "new"
     assert await store.effects(None, run_id) == [] and await store.interrupts(run_id) == []
     events = [("step.completed", {"step": "first"}), ("checkpoint.created", {"step": "first"})]
-    await store.commit(run_id, new.token, {"state": '{"n": 2}', "step": "second", "visit": 2}, events,
-                       checkpoint=('{"n": 2}', "second", []))  # fmt: skip
+    await store.commit(StepCommit(run_id, new.token, {"state": '{"n": 2}', "step": "second", "visit": 2}, events,
+                       checkpoint=('{"n": 2}', "second", [])))  # fmt: skip
     moved = await store.get(run_id)
     assert moved.state == {"n": 2} and moved.step == "second" and moved.visit == 2
     (checkpoint,) = await store.checkpoints(run_id)
@@ -150,7 +151,9 @@ async def test_held_steps_are_made_first_in_order_in_the_commit_that_carries_the
     before = await store.get(run_id)
     last = _step("third", "fourth", 3)
     held = [_step("first", "second", 1), _step("second", "third", 2)]
-    await store.commit(run_id, claim.token, last.change, list(last.events), checkpoint=last.checkpoint, held=held)
+    await store.commit(
+        StepCommit(run_id, claim.token, last.change, list(last.events), checkpoint=last.checkpoint, held=held)
+    )
     now_ = await store.get(run_id)
     assert now_.step == "fourth" and now_.state == {"n": 3} and now_.last_seq == before.last_seq + 9
     tail = await store.events(run_id, before.last_seq, 20)
@@ -174,7 +177,9 @@ async def test_a_stale_token_commits_none_of_the_held_steps(backend: StoreBacken
     before = await store.get(run_id)
     last = _step("second", "third", 2)
     with pytest.raises(LeaseLostError):
-        await store.commit(run_id, old.token, last.change, list(last.events), held=[_step("first", "second", 1)])
+        await store.commit(
+            StepCommit(run_id, old.token, last.change, list(last.events), held=[_step("first", "second", 1)])
+        )
     after = await store.get(run_id)
     assert (after.state, after.step, after.last_seq) == (before.state, before.step, before.last_seq)
     assert await store.checkpoints(run_id) == []
@@ -184,14 +189,14 @@ async def test_a_finished_run_gives_its_lease_up_and_no_token_commits_to_it_agai
     store = runs(backend)
     run_id = await started(store)
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
-    await store.commit(run_id, claim.token, {**RELEASE, "status": "succeeded"}, [("run.state.changed", {})])
+    await store.commit(StepCommit(run_id, claim.token, {**RELEASE, "status": "succeeded"}, [("run.state.changed", {})]))
     done = await store.get(run_id)
     assert done.status == "succeeded" and done.lease_owner is None
     with pytest.raises(LeaseLostError):
-        await store.commit(run_id, claim.token, {}, [])
+        await store.commit(StepCommit(run_id, claim.token, {}, []))
     assert await store.renew([(run_id, claim.token)], 30.0) == {}
     with pytest.raises(ValueError, match="not run fields"):
-        await store.commit(run_id, claim.token, {"tenant": "x"}, [])
+        await store.commit(StepCommit(run_id, claim.token, {"tenant": "x"}, []))
 
 
 async def test_events_are_numbered_in_order_and_paged(backend: StoreBackend) -> None:
@@ -199,7 +204,7 @@ async def test_events_are_numbered_in_order_and_paged(backend: StoreBackend) -> 
     run_id = await started(store)
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     for i in range(5):
-        await store.commit(run_id, claim.token, {}, [("step.progress", {"i": i})])
+        await store.commit(StepCommit(run_id, claim.token, {}, [("step.progress", {"i": i})]))
     events = await store.events(run_id, 0, 100)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert [e.data["i"] for e in events if e.type == "step.progress"] == [0, 1, 2, 3, 4]
@@ -214,7 +219,7 @@ async def test_a_note_appends_events_to_any_run_of_its_scope_and_changes_nothing
     await store.note(run_id, [("task.created", {"ttl_ms": 60000})])
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     await store.note(run_id, [("task.noted", {})])  # held by a worker: its lease goes on unchanged
-    await store.commit(run_id, claim.token, {}, [("step.progress", {})])
+    await store.commit(StepCommit(run_id, claim.token, {}, [("step.progress", {})]))
     run = await store.get(run_id)
     assert run.status == "running" and run.lease_token == claim.token
     types = [e.type for e in await store.events(run_id, 0, 100) if e.type.startswith(("task.", "step.p"))]
@@ -305,7 +310,7 @@ async def test_a_failing_step_settles_its_in_flight_effects_in_the_same_commit(b
     )
     change = {**RELEASE, "status": "needs_review", "error": "in flight"}
     await store.commit(
-        run_id, claim.token, change, [("step.failed", {})], settle=True, tail=[("run.state.changed", {})]
+        StepCommit(run_id, claim.token, change, [("step.failed", {})], settle=True, tail=[("run.state.changed", {})])
     )
     types = [e.type for e in await store.events(run_id, 0, 100)]
     assert types[-3:] == ["step.failed", "effect.ambiguous", "run.state.changed"]
@@ -333,7 +338,7 @@ async def test_an_interrupt_parks_its_run_and_a_decision_queues_it_again(backend
     by_ordinal = await store.visit_interrupts(run_id, 1)
     assert list(by_ordinal) == [0] and by_ordinal[0].schema_ == {"type": "object", "required": ["why"]}
     with pytest.raises(LeaseLostError):  # parking gave the lease up
-        await store.commit(run_id, claim.token, {}, [])
+        await store.commit(StepCommit(run_id, claim.token, {}, []))
 
     def refuse(interrupt: Interrupt) -> None:
         assert interrupt.id == asked.id and interrupt.status == "pending"
@@ -459,7 +464,7 @@ async def test_a_retry_is_claimable_only_its_backoff_after_the_failing_commit(ba
     run_id = await started(store)
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     change = {**RELEASE, "status": "queued", "attempt": 2, "error": "boom"}
-    await store.commit(run_id, claim.token, change, [("step.failed", {})], settle=True, retry_in_s=3600.0)
+    await store.commit(StepCommit(run_id, claim.token, change, [("step.failed", {})], settle=True, retry_in_s=3600.0))
     failed = [e for e in await store.events(run_id, 0, 100) if e.type == "step.failed"][-1]
     queued = await store.get(run_id)
     assert queued.status == "queued" and queued.next_at == failed.created_at + 3600.0
