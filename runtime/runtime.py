@@ -174,6 +174,7 @@ class Runtime:
             poll_s=poll_s,
             worker_slots=worker_slots,
             max_queued=max_queued_runs,
+            tracing=self.tracing,
         )
         # Fires due schedules of every scope, on a clock of its own (tests set ``ticker.clock``).
         self.ticker = Ticker(store.schedules(), self.workflows, self.engine.wake_workers)

@@ -47,6 +47,7 @@ class ReceivedSpan:
     status_message: str
     resource: dict[str, Any]
     events: list[str] = field(default_factory=list)
+    event_attributes: list[dict[str, Any]] = field(default_factory=list)  # each event's, in order
 
     @property
     def failed(self) -> bool:
@@ -88,6 +89,7 @@ class Receiver:
                             status_message=span.status.message,
                             resource=resource,
                             events=[e.name for e in span.events],
+                            event_attributes=[{a.key: _value(a.value) for a in e.attributes} for e in span.events],
                         )
                     )
         with self._arrived:

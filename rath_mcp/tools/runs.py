@@ -83,6 +83,9 @@ class RunSummary(WireModel):
     forked_from: ForkedFrom | None = Field(description="the checkpoint this run was forked from; null if not a fork")
     schedule_id: str | None = Field(default=None, description="the schedule whose tick started this run; null if none")
     priority: int = Field(default=0, description="higher runs are claimed first (-100..100)")
+    trace_id: str | None = Field(
+        default=None, description="the OpenTelemetry trace its spans are in (32 hex digits); null: not traced"
+    )
     created_at: float
     updated_at: float
     hint: str | None = Field(default=None, description="what to do next, in words")

@@ -24,10 +24,12 @@ from runtime.durable.engine import Engine
 from runtime.durable.models import Decision, Effect, Interrupt, InterruptKind
 from runtime.durable.outage import once_reachable
 from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, RunStore, StepCommit, dumps
+from runtime.durable.traced import NO_SPAN, effect_span
 from runtime.durable.transcript import decision_chunks
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
 from runtime.flow.workflow import EffectClass, StepContext
 from runtime.ids import new_id, now
+from runtime.telemetry import Span
 
 T = TypeVar("T")
 
@@ -71,6 +73,8 @@ class LiveContext(StepContext):
         self.engine = engine
         self.store = store
         self.runtime = engine.services
+        self.tracing = engine.tracing
+        self.span: Span = NO_SPAN  # the step's span (the runner's): interrupts are events on it
         self._redact = engine.services.secrets.redactor.text  # what this step writes never holds a secret
         self._before_write = before_write  # commits the run's held steps first (held.py)
         self.run_id = run_id
@@ -171,9 +175,21 @@ class LiveContext(StepContext):
         self, key: str, fn: Callable[[], Any], effect_class: EffectClass | str = EffectClass.NON_IDEMPOTENT
     ) -> Any:
         cls = EffectClass(effect_class)
-        replay, result, effect_id = await self.begin_effect(key, cls)
-        if replay:
-            return result
+        with effect_span(self.tracing, key, cls.value) as span:
+            replay, result, effect_id = await self.begin_effect(key, cls)
+            span.set("rath.effect.id", effect_id)
+            if replay:
+                span.set("rath.effect.outcome", "replayed")
+                return result
+            try:
+                value = await self._run_effect(effect_id, key, cls, fn)
+            except Exception:
+                span.set("rath.effect.outcome", "failed")  # the span's error.type: the exception's class
+                raise
+            span.set("rath.effect.outcome", "succeeded")
+            return value
+
+    async def _run_effect(self, effect_id: str, key: str, cls: EffectClass, fn: Callable[[], Any]) -> Any:
         try:
             if inspect.iscoroutinefunction(fn):
                 value: Any = await fn()
@@ -206,9 +222,12 @@ class LiveContext(StepContext):
         known = self._interrupts.get(ordinal)
         if known is not None:
             if known.status == "decided" and known.decision is not None:
+                decided = {"rath.interrupt.id": known.id, "rath.interrupt.action": known.decision.action}
+                self.span.event("interrupt.decided", {**decided, "rath.interrupt.actor": known.decision.actor})
                 await self._note_decision(known, known.decision)
                 return known.decision
             if known.status == "expired":
+                self.span.event("interrupt.expired", {"rath.interrupt.id": known.id})
                 raise RunFailure(f"interrupt {known.id} expired undecided", run_id=self.run_id, step=self.step)
             raise InterruptRaised(known.id)
         interrupt_id = new_id("int")
@@ -216,6 +235,7 @@ class LiveContext(StepContext):
         prompt = self._redact(prompt)
         new = NewInterrupt(interrupt_id, self.step, self.visit, ordinal, kind, prompt, schema, expires_at)
         await self._write(partial(self.store.park, self.run_id, self.token, new, self.state_json))
+        self.span.event("interrupt.asked", {"rath.interrupt.id": interrupt_id, "rath.interrupt.kind": kind})
         raise InterruptRaised(interrupt_id)
 
     async def _note_decision(self, interrupt: Interrupt, decision: Decision) -> None:

@@ -24,6 +24,7 @@ from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.store import RunQueue, RunStore
 from runtime.errors import InvalidInputError
 from runtime.flow.services import Services
+from runtime.telemetry import Tracing
 
 POLL_S = 0.25
 """Seconds between fallback polls of the store, where no notification tells of a change."""
@@ -69,6 +70,8 @@ class Engine:
     """Local waiters on runs, by run id (ids are unique across scopes)."""
     workers: list[WorkerSignals] = field(default_factory=list)
     """Durable workers of this process, whatever scope their runs are in."""
+    tracing: Tracing = field(default_factory=Tracing)
+    """Where runs, steps and effects are traced (``runtime.durable.traced``; default: nowhere)."""
 
     def notify(self, *run_ids: str) -> None:
         """Wake local waiters of these runs (called after every local commit)."""

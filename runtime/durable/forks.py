@@ -58,8 +58,11 @@ async def fork_run(
     run_id: str,
     checkpoint_seq: int | None = None,
     state_patch: dict[str, Any] | None = None,
+    *,
+    trace_context: str | None = None,
 ) -> Run:
-    """Queue a new run from a checkpoint of ``run_id`` (the latest by default); returns it."""
+    """Queue a new run from a checkpoint of ``run_id`` (the latest by default); returns it. ``trace_context``:
+    the span that asked for the fork (``runtime.durable.traced``), where the new run's spans go."""
     if state_patch is not None and not isinstance(state_patch, dict):
         raise InvalidInputError(f"state_patch must be a JSON object (a merge patch), got {type(state_patch).__name__}")
     check_json(state_patch, "state_patch")
@@ -90,6 +93,7 @@ async def fork_run(
         state_json=dumps(state),
         forked_from=(run_id, seq),
         concurrency_key=plan.run_key(origin.input),  # a fork counts against its workflow's limit too
+        trace_context=trace_context,
     )
     created = {"workflow": origin.workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
     forked = {**origin_ref, "next_step": next_step, "patched": sorted(state_patch or {}), "from_session": source}

@@ -36,6 +36,15 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def trace_id_of(trace_context: str | None) -> str | None:
+    """The trace id in a stored trace context (JSON holding a W3C ``traceparent``: ``00-TRACE-SPAN-FLAGS``)."""
+    if not trace_context:
+        return None
+    parent = json.loads(trace_context).get("traceparent", "")
+    parts = parent.split("-") if isinstance(parent, str) else []
+    return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else None
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -195,10 +204,16 @@ class Run(_Record):
     forked_from_seq: int | None = None
     schedule_id: str | None = None
     priority: int = 0
+    trace_context: str | None = None
 
     @property
     def run_id(self) -> str:
         return self.id
+
+    @property
+    def trace_id(self) -> str | None:
+        """The id of the trace the run's spans are in (32 hex digits), or None: not traced."""
+        return trace_id_of(self.trace_context)
 
     def origin(self) -> dict[str, Any] | None:
         """``{run_id, checkpoint_seq}`` of the checkpoint this run was forked from (None: not a fork)."""
@@ -243,6 +258,7 @@ class Run(_Record):
             forked_from_seq=row["forked_from_seq"],
             schedule_id=row["schedule_id"],
             priority=row["priority"],
+            trace_context=row["trace_context"],
         )
 
     def summary(self) -> dict[str, Any]:
@@ -260,6 +276,7 @@ class Run(_Record):
             "forked_from": self.origin(),
             "schedule_id": self.schedule_id,
             "priority": self.priority,
+            "trace_id": self.trace_id,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

@@ -25,6 +25,7 @@ from runtime.durable.held import CHAINED, CommitLine
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
 from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, StepCommit, dumps
+from runtime.durable.traced import context_now, run_span, step_span
 from runtime.errors import CommitUnknownError, InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
 from runtime.sessions.model import SessionInfo
@@ -105,6 +106,8 @@ class Runner:
         self.deadline: float | None = claim.deadline
         self.plan_hash: str = claim.plan_hash
         self.output_session_id: str | None = claim.output_session_id
+        self.workflow, self.trace_context, self.lost_leases = claim.workflow, claim.trace_context, claim.lost_leases
+        self.unsaved_trace: str | None = None  # a first traced drive's context, stored with its first commit
         self.line = CommitLine(self._store_commit, self._committed, lease.lose, claim.id)
 
     def _store_commit(self, change: dict[str, Any], events: list[EventSpec], **options: Any) -> Awaitable[list[Claim]]:
@@ -132,6 +135,7 @@ class Runner:
         A commit that gives the claim up (``RELEASE``) also claims the ``successor``.
         """
         order = None
+        sets = self._stamped(sets)
         if "lease_owner" in sets and self.successor is not None:
             order, self.successor = self.successor(), None
         self.next_claims = await self.line.make(
@@ -146,22 +150,35 @@ class Runner:
         )
         self.engine.notify(self.run_id, *(claim.id for claim in self.next_claims))
 
+    def _stamped(self, sets: dict[str, Any]) -> dict[str, Any]:
+        """``sets``, with the trace context of this drive if the run had none yet (once)."""
+        if self.unsaved_trace is None:
+            return sets
+        sets, self.unsaved_trace = {**sets, "trace_context": self.unsaved_trace}, None
+        return sets
+
     async def drive(self) -> None:
-        """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost."""
+        """Run steps until the run finishes, parks, fails, is cancelled or the lease is lost (one
+        ``run WORKFLOW`` span, a child of where the run was started: ``runtime.durable.traced``)."""
         marker = CURRENT_RUN.set(self.run_id)
         failure: Exception | None = None
+        tracing = self.engine.tracing
         try:
-            async with anyio.create_task_group() as tg:  # for the held steps' flushes
-                self.line.attach(tg)
-                try:
-                    await self._drive()
-                except anyio.get_cancelled_exc_class():
-                    await self._flush_quietly()  # the steps done before a shutdown are not done again
-                    raise
-                except Exception as exc:  # raised as itself below, not inside the task group's ExceptionGroup
-                    failure = exc
-                finally:
-                    self.line.attach(None)
+            with run_span(tracing, self.workflow, self.run_id, self.trace_context, self.lost_leases) as span:
+                if span.recording and self.trace_context is None:
+                    self.unsaved_trace = context_now(tracing)
+                async with anyio.create_task_group() as tg:  # for the held steps' flushes
+                    self.line.attach(tg)
+                    try:
+                        await self._drive()
+                    except anyio.get_cancelled_exc_class():
+                        await self._flush_quietly()  # the steps done before a shutdown are not done again
+                        raise
+                    except Exception as exc:  # raised as itself below, not inside the task group's ExceptionGroup
+                        failure = exc
+                        span.fail(type(exc).__qualname__, str(exc))
+                    finally:
+                        self.line.attach(None)
         finally:
             CURRENT_RUN.reset(marker)
         if failure is not None:
@@ -188,7 +205,12 @@ class Runner:
                 message = f"step {self.step!r} is not in workflow {self.plan.name!r} any more (steps: {known})"
                 return await self._end("failed", message + "; the definition changed under a running run")
             ctx = self._context(spec)
-            out = self._redacted(await self._execute(spec, ctx))
+            with step_span(self.engine.tracing, self.run_id, spec.name, self.attempt, self.visit) as span:
+                ctx.span = span
+                out = self._redacted(await self._execute(spec, ctx))
+                span.set("rath.step.outcome", out.kind)
+                if out.kind == "failed":
+                    span.fail("step_failed", out.error)
             self.line.raise_error()  # a held commit failed while the step ran: that ends this run here
             if out.kind == "ok":
                 if not await self._advance(spec, ctx, out):
@@ -348,7 +370,7 @@ class Runner:
             events.append(("step.started", {"step": out.next_step, "visit": self.visit + 1, "attempt": 1}))
         following = self.plan.steps.get(out.next_step) if out.next_step is not None else None
         if following is not None and spec.effects in CHAINED and following.effects in CHAINED:
-            await self.line.hold(HeldStep(sets, events, checkpoint))
+            await self.line.hold(HeldStep(self._stamped(sets), events, checkpoint))
         else:
             await self._commit(sets, events, checkpoint=checkpoint, output_session=output_session)
         self.state_json, self.attempt = out.state_json, 1

@@ -36,6 +36,7 @@ from runtime.durable.models import (
 from runtime.durable.schemas import check_schema
 from runtime.durable.store import NewRun, RunStore, dumps, request_fingerprint
 from runtime.durable.store_shared import idempotency_conflict
+from runtime.durable.traced import context_now
 from runtime.errors import InvalidInputError
 from runtime.ids import check_id_search, now
 from runtime.jsonvalue import check_json
@@ -219,6 +220,7 @@ class RunService:
             concurrency_key=plan.run_key(payload),
             notify_url=target,
             priority=priority,
+            trace_context=context_now(self.engine.tracing),  # the request's span, or the step's that started it
             max_queued=self.engine.max_queued,
         )
         created = {"workflow": workflow, "plan_hash": plan.plan_hash, "session_id": source}
@@ -240,7 +242,10 @@ class RunService:
     ) -> Run:
         """A new run from a checkpoint of ``run_id`` (default: its latest), its state merged with
         ``state_patch`` (a JSON merge patch); see ``runtime.durable.forks``."""
-        run = await fork_run(self.store, self.engine.workflows, self.sessions, run_id, checkpoint_seq, state_patch)
+        traced = context_now(self.engine.tracing)
+        run = await fork_run(
+            self.store, self.engine.workflows, self.sessions, run_id, checkpoint_seq, state_patch, trace_context=traced
+        )
         self._wake_workers()
         return run
 

@@ -49,7 +49,7 @@ RunChange = Mapping[str, Any]
 RUN_FIELDS: frozenset[str] = frozenset(
     {
         "status", "state", "step", "visit", "attempt", "error", "next_at", "plan_hash", "output_session_id", "result",
-        "lease_owner", "lease_expires", "lost_leases", "cancel_requested", "cancel_reason",
+        "lease_owner", "lease_expires", "lost_leases", "cancel_requested", "cancel_reason", "trace_context",
     }
 )  # fmt: skip
 
@@ -98,6 +98,8 @@ class NewRun:
     priority: int = 0
     notify_url: str | None = None
     """Where the run's summary is POSTed when it waits on a human or ends (``runtime.webhooks``), checked already."""
+    trace_context: str | None = None
+    """The W3C trace context (JSON: ``traceparent``, ``tracestate``) of the span that started it, if traced."""
     max_queued: int | None = None
     """Refuse the run when its tenant/project has this many queued runs already (None: no limit; not a column)."""
 
@@ -119,6 +121,7 @@ class NewRun:
             "concurrency_key": self.concurrency_key,
             "priority": self.priority,
             "notify_url": self.notify_url,
+            "trace_context": self.trace_context,
         }
 
 
@@ -158,6 +161,9 @@ class Claim:
     #: the run's scope: its worker drives it there (its sessions, effects, memory, workspace)
     tenant: str = "local"
     project: str = "default"
+    #: where its spans go (``runtime.durable.traced``), and whether its last worker vanished
+    trace_context: str | None = None
+    lost_leases: int = 0
 
     @classmethod
     def from_row(cls, row: Any) -> Claim:
@@ -178,6 +184,8 @@ class Claim:
             output_session_id=row["output_session_id"],
             tenant=row["tenant"],
             project=row["project"],
+            trace_context=row["trace_context"],
+            lost_leases=row["lost_leases"],
         )
 
 

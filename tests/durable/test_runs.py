@@ -25,6 +25,7 @@ SUMMARY_KEYS = {
     "forked_from",
     "schedule_id",
     "priority",
+    "trace_id",
     "created_at",
     "updated_at",
 }

@@ -189,6 +189,8 @@ DURABLE = [
         ALTER TABLE run_checkpoints ADD COLUMN session_id TEXT COLLATE "C";
         """,
     ),
+    # The W3C trace context (JSON: traceparent, tracestate) of the span that started the run.
+    Migration("0113_durable_trace_context", "ALTER TABLE runs ADD COLUMN trace_context TEXT;"),
 ]
 
 MEMORY = [

@@ -144,4 +144,10 @@ MIGRATIONS = [
         DROP TABLE run_checkpoints;
         """,
     ),
+    Migration(
+        "0113_durable_trace_context",
+        # The W3C trace context (JSON: traceparent, tracestate) of the span that started the run: every
+        # later drive of it, in any process, is a child there (runtime.durable.traced).
+        "ALTER TABLE runs ADD COLUMN trace_context TEXT;",
+    ),
 ]
