@@ -28,7 +28,7 @@ async def main() -> None:
         await rt.artifacts.delete(saved.id)
 
         print(f"saved {saved.name} ({saved.size} bytes, {saved.mime_type}) and {kept.name} as {kept.uri}")
-        print(f"read back {meta.name}: {data.decode().splitlines()[0]!r}")
+        print(f"read back {meta.name}: {str(data, 'utf-8').splitlines()[0]!r}")  # data: a buffer, not copied
         print(f"the session had {len(page)} artifact(s) (more after them: {cursor is not None}); {saved.id} deleted")
         twice = [await rt.artifacts.save(b"same bytes", name=f"copy-{i}.txt") for i in range(2)]
         print(f"two artifacts of the same bytes share one copy: {twice[0].sha256 == twice[1].sha256}")

@@ -111,10 +111,10 @@ def register_artifact_resources(server: MCPServer, rt: Runtime) -> None:
         uri, mime = found.uri, found.mime_type
         if is_text(mime):
             try:
-                return TextResource(uri=uri, name=found.name, mime_type=mime, text=data.decode("utf-8"), meta=meta)
+                return TextResource(uri=uri, name=found.name, mime_type=mime, text=str(data, "utf-8"), meta=meta)
             except UnicodeDecodeError:
                 pass
-        return BinaryResource(uri=uri, name=found.name, mime_type=mime, data=data, meta=meta)
+        return BinaryResource(uri=uri, name=found.name, mime_type=mime, data=bytes(data), meta=meta)
 
     sdk.own_mime_types(server, ARTIFACT_URI)
 

@@ -42,9 +42,11 @@ class BlobStore(Protocol):
 
     async def exists(self, key: str) -> bool: ...
 
-    async def read(self, key: str) -> bytes: ...
+    async def read(self, key: str) -> memoryview:
+        """The whole content, as the buffer it was read into (not copied again)."""
+        ...
 
-    def stream(self, key: str) -> AsyncIterator[bytes]:
+    def stream(self, key: str) -> AsyncIterator[memoryview]:
         """The content in pieces of about ``CHUNK`` bytes, never all in memory."""
         ...
 
@@ -127,22 +129,22 @@ class FileBlobStore:
     async def exists(self, key: str) -> bool:
         return await anyio.to_thread.run_sync(self._path(key).is_file)
 
-    async def read(self, key: str) -> bytes:
+    async def read(self, key: str) -> memoryview:
         path = self._path(key)
         try:
-            return await anyio.to_thread.run_sync(path.read_bytes)
+            return memoryview(await anyio.to_thread.run_sync(path.read_bytes))
         except FileNotFoundError:
             raise NotFoundError(f"the bytes of {key!r} are missing from {self.url}") from None
 
-    async def stream(self, key: str) -> AsyncIterator[bytes]:
+    async def stream(self, key: str) -> AsyncIterator[memoryview]:
         path = self._path(key)
         try:
             source = await anyio.to_thread.run_sync(path.open, "rb")
         except FileNotFoundError:
             raise NotFoundError(f"the bytes of {key!r} are missing from {self.url}") from None
         try:
-            while piece := await anyio.to_thread.run_sync(source.read, CHUNK):
-                yield piece
+            while piece := await anyio.to_thread.run_sync(source.read, CHUNK):  # one thread hop per CHUNK
+                yield memoryview(piece)
         finally:
             source.close()
 

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 URI_PREFIX = "rath://artifacts/"
 
-CHUNK = 1024 * 1024
-"""Bytes per piece of a streamed read or hashed file."""
+CHUNK = 4 * 1024 * 1024
+"""Bytes per piece of a streamed read or hashed file (large: each piece is one thread hop or one buffer)."""
 
 COLUMNS = "id, tenant, project, name, size, sha256, mime_type, session_id, run_id, created_at"
 

@@ -131,11 +131,12 @@ class ArtifactService:
             raise NotFoundError(f"artifact {artifact_id} not found (artifact_list shows the ones there are)")
         return found
 
-    async def read(self, artifact_id: str) -> tuple[Artifact, bytes]:
+    async def read(self, artifact_id: str) -> tuple[Artifact, memoryview]:
+        """The artifact and its whole content (a read-only buffer: ``bytes(content)`` copies it)."""
         artifact = await self.get(artifact_id)
         return artifact, await self.blobs.read(artifact.key)
 
-    async def stream(self, artifact_id: str) -> tuple[Artifact, AsyncIterator[bytes]]:
+    async def stream(self, artifact_id: str) -> tuple[Artifact, AsyncIterator[memoryview]]:
         artifact = await self.get(artifact_id)
         return artifact, self.blobs.stream(artifact.key)
 

@@ -11,6 +11,7 @@ import pytest
 
 from runtime.artifacts.blobs import FileBlobStore, open_blob_store
 from runtime.artifacts.model import CHUNK
+from runtime.artifacts.s3 import PART_BYTES
 from runtime.errors import InvalidInputError, NotFoundError, StoreError, StoreUnavailableError
 
 pytestmark = pytest.mark.anyio
@@ -42,7 +43,7 @@ async def test_bytes_put_read_back_equal_whole_and_streamed(blob_url: str) -> No
 async def test_a_file_s_content_is_put_from_its_path(blob_url: str, tmp_path: Path) -> None:
     blobs = open_blob_store(blob_url)
     source = tmp_path / "big.bin"
-    data = os.urandom(6 * 1024 * 1024 + 7)  # over obstore's 5 MB part size: a multipart upload on S3
+    data = os.urandom(2 * PART_BYTES + 7)  # over the part size: a multipart upload on S3
     source.write_bytes(data)
     await blobs.put(key_of(data), source)
     assert await blobs.read(key_of(data)) == data
