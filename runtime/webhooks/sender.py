@@ -1,11 +1,12 @@
 """``Sender``: claims due notifications from the store's outbox, POSTs them signed, records each try.
 
 Every server and worker on a store runs one (with ``$RATH_WEBHOOK_SECRET`` set); which of them sends
-a notification does not matter. A claim holds a delivery for ``lease_s`` (``WebhookStore.claim``): a
-sender that dies mid-try leaves it to another once that runs out. A try that is not answered with a
-2xx is tried again after an exponential backoff with jitter (``backoff_s``: the first retry comes
-2.5 to 7.5 s later), under the same ``webhook-id`` and with the same body, until 24 h after the
-run's change (then ``failed``); a ``410 Gone`` ends the tries at once (``gone``).
+a notification does not matter. A claim holds a delivery for ``lease_s`` (``WebhookStore.claim``; three
+times a try's time limit, ``$RATH_WEBHOOK_TIMEOUT_S``): a sender that dies mid-try leaves it to another
+once that runs out. A try that is not answered with a 2xx is tried again after an exponential backoff
+with jitter (``backoff_s``: the first retry comes 2.5 to 7.5 s later), under the same ``webhook-id`` and
+with the same body, until 24 h after the run's change (then ``failed``); a ``410 Gone`` ends the tries
+at once (``gone``).
 
 A try connects to the address just checked by the policy (``targets``), with no redirects followed,
 no proxy from the environment, no connection kept (one is never reused for another host at the same
@@ -33,10 +34,25 @@ from runtime.webhooks.targets import WebhookPolicy
 
 log = logging.getLogger(__name__)
 
+TIMEOUT_ENV = "RATH_WEBHOOK_TIMEOUT_S"
+TIMEOUT_S = 10.0
+"""A try not answered within this long fails (default; ``$RATH_WEBHOOK_TIMEOUT_S``)."""
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 3600.0
 BATCH = 16
 """Deliveries claimed (and sent at once) per look at the store."""
+
+
+def timeout_from_env(environ: dict[str, str] | None = None) -> float:
+    """``$RATH_WEBHOOK_TIMEOUT_S`` (seconds a receiver has to answer a try), else ``TIMEOUT_S``."""
+    text = (os.environ if environ is None else environ).get(TIMEOUT_ENV, "")
+    try:
+        value = float(text) if text else TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 300:
+        raise InvalidInputError(f"{TIMEOUT_ENV} must be a number of seconds from 0 to 300, got {text!r}")
+    return value
 
 
 def backoff_s(attempts: int, jitter: float) -> float:
@@ -55,20 +71,23 @@ class Sender:
         *,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
-        lease_s: float = 60.0,
         interval_s: float = 1.0,
-        timeout_s: float = 10.0,
+        timeout_s: float = TIMEOUT_S,
     ) -> None:
         self.store = store
         self.policy = policy
         self.key = key
         self.clock = clock  # tries are stamped, and due, on this clock (tests inject one)
         self.jitter = jitter
-        self.lease_s = lease_s
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('snd')}"
         self._woken = anyio.Event()
+
+    @property
+    def lease_s(self) -> float:
+        """How long a claim holds a delivery: three times a try's limit, so only a sender gone (or hung) loses it."""
+        return 3 * self.timeout_s
 
     def wake(self) -> None:
         """Something may be due: look now."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from runtime.durable.store_shared import Scope
 from runtime.errors import InvalidInputError
-from runtime.webhooks.sender import Sender
+from runtime.webhooks.sender import Sender, timeout_from_env
 from runtime.webhooks.signing import SECRET_ENV
 from runtime.webhooks.store import WebhookStore
 from runtime.webhooks.targets import WebhookPolicy
@@ -20,7 +20,7 @@ class WebhookService:
         self.store = store
         self.policy = policy
         self.key = key
-        self.sender = Sender(store, policy, key) if key is not None else None
+        self.sender = Sender(store, policy, key, timeout_s=timeout_from_env()) if key is not None else None
 
     async def check(self, url: str) -> None:
         """Refuse a URL this runtime could not notify (no key, not https, a private address, ...)."""

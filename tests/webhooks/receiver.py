@@ -30,17 +30,21 @@ class Received:
 class Receiver:
     url: str = ""
     codes: list[int] = field(default_factory=list)
-    got: list[Received] = field(default_factory=list)
+    got: list[Received] = field(default_factory=list)  # answered
+    arrived: list[Received] = field(default_factory=list)  # read, before the answer (which ``hold`` may hold up)
     hold: threading.Event | None = None  # set: answer; unset: hang (a slow receiver)
     changed: threading.Condition = field(default_factory=threading.Condition)
 
-    async def wait_for(self, n: int, timeout: float = 30.0) -> list[Received]:
+    async def wait_for(self, n: int, timeout: float = 30.0, *, answered: bool = True) -> list[Received]:
+        """The first ``n`` requests answered (``answered=False``: arrived), once there are as many."""
+        seen = self.got if answered else self.arrived
+
         def wait() -> bool:
             with self.changed:
-                return self.changed.wait_for(lambda: len(self.got) >= n, timeout)
+                return self.changed.wait_for(lambda: len(seen) >= n, timeout)
 
-        assert await anyio.to_thread.run_sync(wait), f"the receiver got {len(self.got)} requests, expected {n}"
-        return list(self.got)
+        assert await anyio.to_thread.run_sync(wait), f"the receiver had {len(seen)} requests, expected {n}"
+        return list(seen)
 
 
 @contextmanager
@@ -50,15 +54,18 @@ def receiving(codes: list[int] | None = None) -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            request = Received({k.lower(): v for k, v in self.headers.items()}, body, self.path)
             with receiver.changed:
                 code = receiver.codes.pop(0) if receiver.codes else 200
+                receiver.arrived.append(request)
+                receiver.changed.notify_all()
             if receiver.hold is not None:
                 receiver.hold.wait(30)
             self.send_response(code)
             self.send_header("content-length", "0")
             self.end_headers()
             with receiver.changed:
-                receiver.got.append(Received({k.lower(): v for k, v in self.headers.items()}, body, self.path))
+                receiver.got.append(request)
                 receiver.changed.notify_all()
 
         def log_message(self, *args: object) -> None:
@@ -78,11 +85,15 @@ def receiving(codes: list[int] | None = None) -> Iterator[Receiver]:
         server.server_close()
 
 
-def verify(secret: str, headers: dict[str, str], body: bytes, now: float, tolerance_s: float = 300) -> bool:
-    """The Standard Webhooks check, from the spec: the key is the base64 after ``whsec_``; the signed
-    content is ``{webhook-id}.{webhook-timestamp}.{body}``; ``webhook-signature`` is a space-separated
-    list of ``v1,<base64 HMAC-SHA256>``, any of which may match; the timestamp must be recent."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
+def key_of(secret: str) -> bytes:
+    """The spec's secret form: ``whsec_`` then the base64 of the key."""
+    return base64.b64decode(secret.removeprefix("whsec_"))
+
+
+def verify(key: bytes, headers: dict[str, str], body: bytes, now: float, tolerance_s: float = 300) -> bool:
+    """The Standard Webhooks check, from the spec: the signed content is
+    ``{webhook-id}.{webhook-timestamp}.{body}``; ``webhook-signature`` is a space-separated list of
+    ``v1,<base64 HMAC-SHA256>``, any of which may match; the timestamp must be recent."""
     msg_id, stamp = headers["webhook-id"], headers["webhook-timestamp"]
     if abs(now - int(stamp)) > tolerance_s:
         return False
