@@ -19,6 +19,7 @@ EXTRAS: dict[str, str] = {
     "otel": "tracing (OTEL_EXPORTER_OTLP_ENDPOINT: OpenTelemetry traces over OTLP/HTTP)",
     "embeddings": "semantic memory recall (--embedder local or openai)",
     "s3": "the S3 artifact store (s3://BUCKET/PREFIX artifact URLs)",
+    "litellm": "the litellm model provider (RATH_PROVIDER=litellm, models named provider/model)",
 }
 
 

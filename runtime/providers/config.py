@@ -6,10 +6,12 @@
      "providers": {
         "openai":    {"api_key": "...", "base_url": "http://127.0.0.1:8080/v1", "model": "gpt-4o-mini"},
         "anthropic": {"api_key": "...", "model": "claude-3-5-haiku-latest", "max_tokens": 1024},
+        "litellm":   {"model": "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0"},
         "scripted":  {"script": "script.json"}}}
 
 Environment: ``RATH_PROVIDER``; ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_DEFAULT_MODEL``;
-``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_DEFAULT_MODEL``; ``RATH_SCRIPT``.
+``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_DEFAULT_MODEL``; ``LITELLM_MODEL``,
+``LITELLM_API_KEY``, ``LITELLM_API_BASE`` (LiteLLM also reads each vendor's own variables); ``RATH_SCRIPT``.
 
 With no provider chosen (neither ``RATH_PROVIDER`` nor ``provider`` in config.json) there is no
 default model: the ``agent`` and ``team`` workflows use the waiting MCP client's own model when it
@@ -33,11 +35,12 @@ from runtime.providers.retry import RetryPolicy
 from runtime.providers.scripted import ScriptedProvider
 from runtime.telemetry import Tracing
 
-PROVIDER_NAMES = ("openai", "anthropic", "scripted", "sampling")
+PROVIDER_NAMES = ("openai", "anthropic", "litellm", "scripted", "sampling")
 CONFIG_FILE = "config.json"
 _ENV = {
     "openai": {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "OPENAI_DEFAULT_MODEL"},
     "anthropic": {"api_key": "ANTHROPIC_API_KEY", "base_url": "ANTHROPIC_BASE_URL", "model": "ANTHROPIC_DEFAULT_MODEL"},
+    "litellm": {"api_key": "LITELLM_API_KEY", "base_url": "LITELLM_API_BASE", "model": "LITELLM_MODEL"},
     "scripted": {"script": "RATH_SCRIPT"},
 }
 _KNOWN = {"api_key", "base_url", "model", "timeout_s", "max_retries", "backoff_s", "max_tokens", "script"}
@@ -109,18 +112,26 @@ def _number(name: str, settings: dict[str, Any], key: str, kind: type[int] | typ
 
 
 def _client_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of the openai/anthropic provider classes, checked."""
+    """The keyword arguments of the openai/anthropic/litellm provider classes, checked."""
     retry = RetryPolicy(
         max_retries=_number(name, settings, "max_retries", int, 3),
         base_delay_s=_number(name, settings, "backoff_s", float, 0.5),
     )
+    if name == "litellm" and not settings.get("model"):
+        raise ProviderConfigError(
+            "provider 'litellm' needs a model named as LiteLLM takes it, provider/model "
+            f"(e.g. gemini/gemini-2.0-flash): set LITELLM_MODEL, or providers.litellm.model in $RATH_HOME/{CONFIG_FILE}"
+        )
     common: dict[str, Any] = {
-        "api_key": _api_key(name, settings),
+        # LiteLLM finds each vendor's key in that vendor's own variables (or AWS/Google credentials)
+        "api_key": str(settings["api_key"]) if name == "litellm" and settings.get("api_key") else None,
         "base_url": settings.get("base_url") or None,
         "timeout_s": _number(name, settings, "timeout_s", float, 60.0),
         "retry": retry,
         "max_tokens": _number(name, settings, "max_tokens", int, 0) or None,
     }
+    if name != "litellm":
+        common["api_key"] = _api_key(name, settings)
     if settings.get("model"):
         common["model"] = str(settings["model"])
     return common
@@ -161,7 +172,7 @@ def load_provider(
     if chosen == "sampling":
         raise ProviderConfigError(
             "the 'sampling' provider uses the connected MCP client's model and exists only while a client that "
-            "offers sampling is connected; choose openai, anthropic or scripted here"
+            "offers sampling is connected; choose openai, anthropic, litellm or scripted here"
         )
     settings = provider_settings(chosen, home, env, **overrides)
     if chosen == "scripted":
@@ -171,6 +182,10 @@ def load_provider(
         from runtime.providers.openai_provider import OpenAIProvider
 
         return OpenAIProvider(**common, tracing=tracing)
+    if chosen == "litellm":
+        from runtime.providers.litellm_provider import LiteLLMProvider
+
+        return LiteLLMProvider(**common, tracing=tracing)
     from runtime.providers.anthropic_provider import AnthropicProvider
 
     return AnthropicProvider(**common, tracing=tracing)

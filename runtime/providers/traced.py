@@ -20,6 +20,7 @@ from runtime.telemetry import Span, Tracing
 GEN_AI_PROVIDERS = {
     "openai": "openai",
     "anthropic": "anthropic",
+    "litellm": "litellm",
     "sampling": "mcp.sampling",
     "scripted": "rath.scripted",
 }
