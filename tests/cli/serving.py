@@ -76,14 +76,17 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def running(argv: Sequence[str], *, cwd: Path | None = None) -> AsyncIterator[Running]:
-    """``argv`` (a full command line) running for the life of the block, its stderr read as it comes."""
+async def running(
+    argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[Running]:
+    """``argv`` (a full command line) running for the life of the block, its stderr read as it comes
+    (``env``: variables set for it beside the clean environment)."""
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=clean_env(),
+        env=clean_env(**(env or {})),
         cwd=cwd,
     )
     found = Running(process)

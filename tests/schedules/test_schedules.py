@@ -19,7 +19,6 @@ from runtime import Runtime
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.schedules.cron import next_tick
 from runtime.store import StoreURL
-from tests.store.contracts.conftest import fresh_store_url
 
 pytestmark = pytest.mark.anyio
 
@@ -33,16 +32,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.at
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
-    url = fresh_store_url(request.param, tmp_path, request)
-    if url.scheme == "postgresql":
-        from runtime.store.postgres import backend as postgres
-
-        anyio.run(postgres.migrate, url)
-    return url
 
 
 @asynccontextmanager

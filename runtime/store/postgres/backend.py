@@ -8,19 +8,45 @@ command) applies them under the advisory lock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import asyncpg
+
+from runtime.schedules.store import Tick
+from runtime.store.core import schedules
 from runtime.store.core.backend import CoreBackend
+from runtime.store.core.dialect import POSTGRES
+from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
-from runtime.store.postgres.executor import PostgresExecutor
-from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore
+from runtime.store.postgres.executor import PostgresExecutor, drive
+from runtime.store.postgres.notify import notify
+from runtime.store.postgres.runs import CHANNEL, PostgresRunQueue, PostgresRunStore
 from runtime.store.postgres.schema import ALL
 from runtime.store.postgres.sessions import PostgresSessionStore
 from runtime.store.url import StoreURL
 
 if TYPE_CHECKING:
     from runtime.backend import StoreBackend
+
+
+class PostgresScheduleStore(CoreScheduleStore):
+    """Schedules as the core keeps them, but the runs a tick makes are announced on commit as
+    ``run_start``'s are, so workers in other processes claim them now rather than at their next poll."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        super().__init__(PostgresExecutor(db))
+        self.db = db
+
+    async def fire(self, schedule_id: str, expected: float, ticks: Sequence[Tick], next_at: float) -> list[str]:
+        async def write(conn: asyncpg.Connection) -> list[str]:
+            made = await drive(conn, schedules.fire(POSTGRES, schedule_id, expected, list(ticks), next_at))
+            for run_id in made:
+                await notify(conn, CHANNEL, run_id)  # sent once the write commits (notify.py)
+            return made
+
+        return await self.db.write(write)
 
 
 class PostgresBackend(CoreBackend):
@@ -38,6 +64,9 @@ class PostgresBackend(CoreBackend):
 
     def queue(self) -> PostgresRunQueue:
         return PostgresRunQueue(self.db)
+
+    def schedules(self) -> PostgresScheduleStore:
+        return PostgresScheduleStore(self.db)
 
     async def close(self) -> None:
         await self.db.close()
