@@ -103,6 +103,10 @@ class SessionSummary(WireModel):
         )
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class SessionPage(SessionSummary):
     """A session and one page of its chunks."""
 
@@ -111,10 +115,17 @@ class SessionPage(SessionSummary):
     # the rest of the call; the runtime's Chunk model already guarantees each chunk's shape.
     chunks: Annotated[list[Chunk], WithJsonSchema({"type": "array"})] = Field(
         description="oldest first; each {kind: system|user|assistant|tool_result, content, tool_calls?,"
-        " tool_call_id?, name?, trust: user|model|tool|external}"
+        " tool_call_id?, name?, trust: user|model|tool|external}; empty when the page is over 256 KB: they"
+        " are then the artifact at uri (a JSON array)"
     )
     offset: int
     next_offset: int | None = Field(description="pass as offset for the next page; null at the end")
+    # Only in a page over 256 KB (left out of every other answer: exclude_if).
+    artifact_id: str | None = Field(
+        default=None, exclude_if=_absent, description="the artifact holding a page over 256 KB (JSON)"
+    )
+    uri: str | None = Field(default=None, exclude_if=_absent, description="rath://artifacts/{artifact_id}: its chunks")
+    preview: str | None = Field(default=None, exclude_if=_absent, description="the start of a page over 256 KB")
 
 
 class SessionList(WireModel):

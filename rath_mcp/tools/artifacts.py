@@ -18,6 +18,7 @@ from rath_mcp.models import WireModel
 from rath_mcp.tools.arguments import ID_CHARS, SessionId
 from runtime import Runtime
 from runtime.artifacts import Artifact
+from runtime.artifacts.model import LARGE_RESULT_BYTES
 
 PATH_CHARS = 4096
 """A workspace path (Linux's PATH_MAX)."""
@@ -78,7 +79,7 @@ def resource_link(artifact: Artifact) -> ResourceLink:
     )
 
 
-LARGE_BYTES = 256 * 1024
+LARGE_BYTES = LARGE_RESULT_BYTES
 """A tool result larger than this is kept as an artifact and answered with a link (CONTRACT §14)."""
 PREVIEW_CHARS = 1_000
 

@@ -7,6 +7,7 @@ transaction.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -105,17 +106,24 @@ def register(server: MCPServer, rt: Runtime) -> None:
     @translate_tool
     async def session_get(
         session_id: SessionId, offset: Annotated[int, Field(ge=0, le=MAX_INDEX)] = 0, limit: Limit = 50
-    ) -> SessionPage:
+    ) -> Annotated[CallToolResult, SessionPage]:
         """A session's fields and one page of its chunks (oldest first): at most limit chunks, and no more
-        than about 1,000,000 characters of content (then next_offset says where to go on)."""
+        than about 1,000,000 characters of content (then next_offset says where to go on). A page over
+        256 KB comes as a resource_link to its chunks."""
         info, chunks = await rt.sessions.window(session_id, offset, limit)
         chunks = chunks[: _fitting(chunks)]
         end = offset + len(chunks)
-        return SessionPage.of(
-            info,
-            chunks=chunks,
-            offset=offset,
-            next_offset=end if end < info.length else None,
+        page = SessionPage.of(info, chunks=chunks, offset=offset, next_offset=end if end < info.length else None)
+        text = json.dumps([c.model_dump(mode="json") for c in chunks], ensure_ascii=False)
+        kept = await kept_if_large(rt, text, f"{session_id}-chunks-{offset}-{end}.json", "application/json", session_id)
+        if kept is None:  # the model as such: the SDK renders it as before, with no second validation of its chunks
+            return page  # type: ignore[return-value]
+        artifact, preview = kept  # a link and a preview, not up to a megabyte into the client's context
+        link = {"chunks": [], "artifact_id": artifact.id, "uri": artifact.uri, "preview": preview}
+        linked = page.model_copy(update=link)
+        return CallToolResult(
+            content=[TextContent(text=linked.model_dump_json()), resource_link(artifact)],
+            structured_content=linked.model_dump(mode="json"),
         )
 
     @server.tool(annotations=READ_ONLY)

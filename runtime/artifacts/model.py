@@ -18,6 +18,9 @@ URI_PREFIX = "rath://artifacts/"
 CHUNK = 4 * 1024 * 1024
 """Bytes per piece of a streamed read or hashed file (large: each piece is one thread hop or one buffer)."""
 
+LARGE_RESULT_BYTES = 256 * 1024
+"""A tool result larger than this is kept as an artifact and handed over as a link (CONTRACT §14)."""
+
 COLUMNS = "id, tenant, project, name, size, sha256, mime_type, session_id, run_id, created_at"
 
 

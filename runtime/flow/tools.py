@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
+from runtime.artifacts.model import LARGE_RESULT_BYTES
 from runtime.errors import ControlSignal, InvalidInputError, RathError, UsageError
 from runtime.policy import PolicyDenied
 from runtime.providers.base import ToolSpec
@@ -251,8 +252,13 @@ _ENV = {
 }
 
 
-def _command_result(result: CommandResult, redactor: Redactor | None = None) -> dict[str, Any]:
+def _command_result(
+    result: CommandResult, redactor: Redactor | None = None, kept: Mapping[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A command's result for the model, always valid JSON within ``MAX_RESULT_CHARS``.
+
+    ``kept``: the artifacts holding a whole stream too long to show (``stdout``/``stderr`` → its
+    ``artifact_id``, ``uri``, ``size``), named in the result as ``stdout_artifact``/``stderr_artifact``.
 
     Its output is where a command's secrets (``run_command``'s ``env``) would leave the sandbox: each
     value resolved in this process reads ``secret://NAME`` (``runtime.secrets``) before it is kept or shown.
@@ -269,6 +275,8 @@ def _command_result(result: CommandResult, redactor: Redactor | None = None) -> 
         "limit": result.limit,
         "duration_s": round(result.duration_s, 3),
     }
+    for f, artifact in (kept or {}).items():
+        body[f"{f}_artifact"] = artifact
     sizes = {f: _json_len(body[f]) for f in ("stdout", "stderr")}
     room = MAX_RESULT_CHARS - len(json.dumps({**body, "stdout": "", "stderr": ""}, ensure_ascii=False))
     if sum(sizes.values()) <= room:
@@ -304,10 +312,19 @@ def _cut(text: str, budget: int) -> str:
 _CUT_MARKER = "\n[... {} more characters cut off; redirect the output to a file and read it in parts]"
 
 
-def sandbox_tools(sandbox: Sandbox, secrets: Secrets | None = None) -> list[FlowToolCall]:
+KeepOutput = Callable[[str, str], Awaitable[dict[str, Any]]]
+"""Keeps a command's whole output stream (its text, a name such as ``run_command-stdout.txt``) as an
+artifact; the artifact's metadata (``artifact_id``, ``uri``, ``size``…)."""
+
+
+def sandbox_tools(
+    sandbox: Sandbox, secrets: Secrets | None = None, keep_output: KeepOutput | None = None
+) -> list[FlowToolCall]:
     """The built-in tools over one ``Sandbox``: read/write/list files, path exists, run command, run code.
 
     ``secrets``: what ``run_command``'s ``env`` resolves ``secret://NAME`` with (none given: no secrets).
+    ``keep_output``: where a stream over ``LARGE_RESULT_BYTES`` goes whole (the result shows its start
+    and names the artifact); none given: it is only cut.
 
     They share one resource key (the workspace), so one agent turn's calls on a workspace run in the
     order the model gave them: a write before a command that reads the file is seen by the command.
@@ -335,10 +352,20 @@ def sandbox_tools(sandbox: Sandbox, secrets: Secrets | None = None) -> list[Flow
     ) -> dict[str, Any]:
         full_env = known.environment(env)  # secret://NAME resolved now, into the command's environment only
         result = await sandbox.run_command(command, stdin=stdin, env=full_env, timeout_s=timeout_s)
-        return _command_result(result, known.redactor)
+        return await shown("run_command", result)
 
     async def run_code(code: str, language: str = "python", timeout_s: float = 30.0) -> dict[str, Any]:
-        return _command_result(await sandbox.run_code(code, language=language, timeout_s=timeout_s), known.redactor)
+        return await shown("run_code", await sandbox.run_code(code, language=language, timeout_s=timeout_s))
+
+    async def shown(tool: str, result: CommandResult) -> dict[str, Any]:
+        """The result for the model; a stream over ``LARGE_RESULT_BYTES`` kept whole first, when it can be."""
+        kept: dict[str, dict[str, Any]] = {}
+        for f in ("stdout", "stderr") if keep_output is not None else ():
+            text = known.redactor.text(getattr(result, f))
+            if len(text.encode("utf-8")) > LARGE_RESULT_BYTES:
+                artifact = await keep_output(text, f"{tool}-{f}.txt")  # type: ignore[misc]
+                kept[f] = {k: artifact[k] for k in ("artifact_id", "uri", "size")}
+        return _command_result(result, known.redactor, kept)
 
     def obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
         return {"type": "object", "properties": props, "required": required, "additionalProperties": False}

@@ -94,7 +94,17 @@ async def workspace_tools(
     from runtime.flow.tools import sandbox_tools
 
     rt = ctx.runtime
-    tools = sandbox_tools(await rt.sandboxes.get(session.placement, workflow=workflow), rt.secrets)
+
+    async def keep_output(text: str, name: str) -> dict[str, Any]:
+        """A command's whole output, too long to show the model, kept as an artifact of the run
+        (the tool call is journaled itself: a step run again replays its result, this artifact with it)."""
+        kept = await rt.artifacts.save(
+            text.encode("utf-8"), name=name, mime_type="text/plain", session_id=session.id, run_id=ctx.run_id
+        )
+        return kept.public()
+
+    sandbox = await rt.sandboxes.get(session.placement, workflow=workflow)
+    tools = sandbox_tools(sandbox, rt.secrets, keep_output)
     for spec in mcp_server_specs(rt.home):
         server = await stack.enter_async_context(MCPToolServer(spec))
         tools += await server.tools()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 from mcp_types import BlobResourceContents, ResourceLink, TextResourceContents
 
+from rath_mcp.server import build_server
 from runtime import Runtime
 from runtime.flow.workflow import EffectClass, StepContext, Workflow, step
 from tests.mcp.conftest import call, call_error
@@ -120,3 +122,52 @@ async def test_a_large_page_of_run_events_comes_back_as_a_link(client: Client, r
     assert events[-1]["seq"] == body["next_after_seq"] and sum(e["type"] == "step.progress" for e in events) == 12
     listed = await call(client, "artifact_list", run_id=run["run_id"])
     assert [a["artifact_id"] for a in listed["artifacts"]] == [body["artifact_id"]]
+
+
+async def test_a_large_session_page_comes_back_as_a_link_to_its_chunks(client: Client) -> None:
+    sid = (await call(client, "session_create", message="x" * 150_000))["session_id"]
+    for letter in "yz":
+        sid = (await call(client, "session_append", session_id=sid, content=letter * 150_000))["session_id"]
+    small = await call(client, "session_get", session_id=sid, limit=1)
+    assert len(small["chunks"]) == 1 and small["next_offset"] == 1 and "uri" not in small and "preview" not in small
+    large = await client.call_tool("session_get", {"session_id": sid})
+    body = large.structured_content
+    assert not large.is_error and body is not None and body["chunks"] == [] and body["next_offset"] is None
+    assert body["length"] == 3 and body["preview"] and len(body["preview"]) <= 1000
+    (link,) = [c for c in large.content if isinstance(c, ResourceLink)]
+    assert str(link.uri) == body["uri"] and link.mime_type == "application/json" and link.size > 256 * 1024
+    (whole,) = (await client.read_resource(body["uri"])).contents
+    assert isinstance(whole, TextResourceContents) and whole.text.startswith(body["preview"])
+    chunks = json.loads(whole.text)
+    assert [(c["kind"], c["content"]) for c in chunks] == [("user", s * 150_000) for s in "xyz"]
+    listed = await call(client, "artifact_list", session_id=sid)
+    assert [a["artifact_id"] for a in listed["artifacts"]] == [body["artifact_id"]]
+
+
+async def test_a_commands_long_stdout_is_kept_whole_as_an_artifact_of_the_run(tmp_path: Path) -> None:
+    """The agent runs a command printing 340,000 bytes: the model sees its start and the artifact's
+    uri; a client reading that link through MCP gets every line."""
+    home = tmp_path / "home"
+    home.mkdir()
+    command = "yes 'rath output line' | head -n 20000; echo done >&2"
+    script = [{"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]}, {"content": "Done."}]
+    (home / "script.json").write_text(json.dumps({"replies": script}))
+    (home / "config.json").write_text(
+        json.dumps({"provider": "scripted", "providers": {"scripted": {"script": "script.json"}}})
+    )
+    async with Runtime.open(home) as rt, Client(build_server(rt)) as client:
+        run = await call(client, "run_start", workflow="agent", message="print many lines", wait_s=30)
+        assert run["status"] == "succeeded", run["error"]
+        told = await call(client, "session_get", session_id=run["output_session_id"])
+        (result,) = [json.loads(c["content"]) for c in told["chunks"] if c["kind"] == "tool_result"]
+        assert result["exit_code"] == 0 and result["truncated"] is True and result["stderr"] == "done\n"
+        kept = result["stdout_artifact"]
+        assert "stderr_artifact" not in result and kept["size"] == 20000 * len("rath output line\n")
+        assert result["stdout"].startswith("rath output line\n") and len(result["stdout"]) < 60_000
+        (whole,) = (await client.read_resource(kept["uri"])).contents
+        assert isinstance(whole, TextResourceContents) and whole.mime_type == "text/plain"
+        assert whole.text == "rath output line\n" * 20000
+        listed = await call(client, "artifact_list", run_id=run["run_id"])
+        assert [(a["artifact_id"], a["name"]) for a in listed["artifacts"]] == [
+            (kept["artifact_id"], "run_command-stdout.txt")
+        ]
