@@ -1,7 +1,7 @@
 """Memory recall on PostgreSQL: the plain-SQL BM25 index (runtime/store/postgres/recall.py) at scale.
 
-    .venv/bin/python bench/pg_memory.py                    # 100k items (loading takes a minute or two)
-    .venv/bin/python bench/pg_memory.py --sizes 10000,100000 --server postgresql://postgres@127.0.0.1:5432
+    .venv/bin/python -m bench.pg_memory                    # 100k items (loading takes a minute or two)
+    .venv/bin/python -m bench.pg_memory --sizes 10000,100000 --server postgresql://postgres@127.0.0.1:5432
 
 The corpus and queries are bench/memory.py's (50-120 Zipf-distributed words per item from a 20k
 vocabulary; three-word queries from the 3000 most frequent words, and the worst case, three of the
@@ -10,7 +10,11 @@ items through the index's own write path (``recall.index``, 1000 items per trans
 PostgreSQL collect statistics (VACUUM ANALYZE, what autovacuum does on its own), then times recall
 (top 10) through ``PostgresDatabase.read`` (a read-only snapshot: three round trips), the time to
 add one item (one group-committed write, durable), and checks top-10 agreement with rank-bm25 given
-Lucene's idf. It prints a table and exits 1 when the recall median at the largest size misses 20 ms.
+Lucene's idf. Then semantic and hybrid recall at the largest size (``bench.memory_semantic`` in a
+process of its own: recall p50 by mode, ``memory_remember`` with and without an embedder, embedding
+throughput, resident memory; ``--no-semantic`` skips it). It prints the tables and exits 1 when a
+target is missed: the keyword recall median at the largest size under 20 ms, and those of
+``bench.memory_semantic``.
 """
 
 from __future__ import annotations
@@ -160,6 +164,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000", help="comma-separated item counts (default 100000)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432", help="server URL, no database")
+    parser.add_argument("--no-semantic", action="store_true", help="skip semantic and hybrid recall")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = [asyncio.run(run_size(args.server.rstrip("/"), n, args.queries)) for n in sizes]
@@ -179,6 +184,12 @@ def main() -> int:
         f"recall median at {int(worst['n'])} items: {worst['recall_p50']:.2f} ms (target < {TARGET_MS:.0f} ms): "
         + ("met" if ok else "MISSED")
     )
+    if not args.no_semantic:  # semantic and hybrid rows at the largest size, in a process of their own
+        from bench import memory_semantic
+
+        semantic = memory_semantic.run_child(args.server.rstrip("/"), max(sizes), rounds=4)
+        print("\n".join(memory_semantic.table(semantic)), flush=True)
+        ok = all([ok, *(met for _, met in memory_semantic.verdicts(semantic))])
     return 0 if ok else 1
 
 

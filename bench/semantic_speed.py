@@ -1,7 +1,7 @@
 """Semantic recall's speed at scale (issue 30): where the milliseconds of one recall go.
 
-    .venv/bin/python bench/semantic_speed.py --items 100000            # SQLite, a temporary home
-    .venv/bin/python bench/semantic_speed.py --items 100000 --store postgresql://…   # migrated, empty
+    .venv/bin/python -m bench.semantic_speed --items 100000            # SQLite, a temporary home
+    .venv/bin/python -m bench.semantic_speed --items 100000 --store postgresql://…   # migrated, empty
 
 Items are synthetic sentences; their vectors are random unit vectors stored through the store's own
 ``save`` (embedding 100k items with the local model takes far longer than the point here: that is
@@ -61,7 +61,7 @@ async def run(items: int, store: str | None, queries: int) -> None:
     batch = [" ".join(rnd.choices(WORDS, k=12)) for _ in range(64)]
     started = time.perf_counter()
     embedder.passages(batch)
-    print(f"embed/s: {len(batch) / (time.perf_counter() - started):.0f} items/s (a batch of 64, all threads)")
+    print(f"embed/s: {len(batch) / (time.perf_counter() - started):.0f} items/s (a batch of 64, one core)")
     with tempfile.TemporaryDirectory() as tmp:
         async with Runtime.open(Path(tmp) / "home", store=store, workers=0, embedder="none") as rt:
             memory = rt.memory.store
@@ -89,7 +89,7 @@ async def run(items: int, store: str | None, queries: int) -> None:
             await semantic.search(memory, ("local", "default"), "warm up", 10, None)
             print(f"cold search (reads every vector): {(time.perf_counter() - started) * 1000:.0f} ms")
             index = next(iter(semantic._indexes.values()))
-            print(f"index: {index.size} vectors, matrix {index.matrix.nbytes / 2**20:.0f} MiB")
+            print(f"index: {index.size} vectors, int8 matrix {index.matrix.nbytes / 2**20:.0f} MiB")
             texts = [" ".join(rnd.choices(WORDS, k=3)) for _ in range(queries)]
             qv = embedder.query("a query")
             scans = []
@@ -110,7 +110,7 @@ async def run(items: int, store: str | None, queries: int) -> None:
                 embed.append(t1 - t0)
                 search.append(t2 - t1 - (t1 - t0))  # the search embeds the query too: count it once
                 hybrid.append(t3 - t2)
-            print(f"query embedding p50 {ms(embed)}; warm search without it {ms(search)}; hybrid recall {ms(hybrid)}")
+            print(f"query embedding p50 {ms(embed)}; warm search less it {ms(search)}; hybrid recall {ms(hybrid)}")
 
 
 def main() -> None:

@@ -140,8 +140,8 @@ class MemoryService:
             semantic = self.semantic
             assert semantic is not None
             if mode == "semantic":
-                near = await semantic.search(self.store, self._key, query, max(k, DEPTH), scope)
-                matched = [(f, "semantic") for f in near[:k]]
+                near = await semantic.search(self.store, self._key, query, k, scope)  # DEPTH is for fusion
+                matched = [(f, "semantic") for f in near]
             else:  # the two rankings at once: BM25 runs while the query is embedded
                 ranked: dict[str, builtins.list[Found]] = {}
 
