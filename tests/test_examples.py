@@ -135,6 +135,14 @@ def test_a_failed_run_forked_with_a_patch_finishes_without_building_again(home: 
     assert f"builds done: 1 (in {failed.group(1)})" in out
 
 
+def test_webhooks_notifies_a_receiver_that_checks_signatures(home: Path) -> None:
+    out = run_example("webhooks.py", home)
+    notified = re.findall(r"^notified: (msg_\w+) (run\.\w+) (run_\w+)$", out, re.MULTILINE)
+    assert [kind for _, kind, _ in notified] == ["run.waiting", "run.succeeded"], out
+    assert notified[0][0] != notified[1][0] and notified[0][2] == notified[1][2]
+    assert "a forged notification is answered 401" in out
+
+
 # my_workflows.py is the --workflows file: mcp_client.py serves it and durable_approval.py imports it.
 HELPER_FILES: set[str] = {"my_workflows.py"}
 

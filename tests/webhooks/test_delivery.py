@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from runtime.durable.plan import compile_workflow
+from runtime.errors import InvalidInputError
+from runtime.flow.workflow import StepContext, Workflow, step
 from runtime.store import StoreURL
 from runtime.webhooks.sender import Sender
 from runtime.webhooks.store import DELIVERED, FAILED, GONE, PENDING
@@ -124,3 +127,32 @@ async def test_a_slow_receiver_is_a_failed_try(tmp_path: Path, store_url: StoreU
             ((_, tried),) = await sender.send_due()
             assert (tried.status, tried.code, tried.error) == (PENDING, None, "no answer within 0.3 s")
             assert len(receiver.arrived) == 1 and receiver.got == []
+
+
+async def test_a_workflow_class_names_its_url_and_a_start_may_name_another(tmp_path: Path, store_url: StoreURL) -> None:
+    with receiving() as own, receiving() as other:
+
+        class Notified(Workflow):
+            """Fails at once: its class names where each run's end is told."""
+
+            notify_url = own.url
+
+            @step(entry=True)
+            async def only(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+                raise RuntimeError("nothing to do")
+
+        async with opened(tmp_path / "home", store_url) as rt:
+            rt.workflows.register(Notified)
+            first = await rt.runs.start("notified")
+            second = await rt.runs.start("notified", notify_url=other.url)
+            (to_own,) = await own.wait_for(1)
+            (to_other,) = await other.wait_for(1)
+            assert json.loads(to_own.body)["data"]["run_id"] == first.id
+            assert json.loads(to_other.body)["data"]["run_id"] == second.id
+            assert checked(own, 0)["type"] == "run.failed" and "nothing to do" in checked(own, 0)["data"]["error"]
+        with pytest.raises(InvalidInputError, match="notify_url = 'ftp://x'; give an https:// URL"):
+
+            class Wrong(Notified):
+                notify_url = "ftp://x"
+
+            compile_workflow(Wrong)
