@@ -8,6 +8,7 @@ they wait, and ask a human through the client when the run parks on an interrupt
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
@@ -53,6 +54,9 @@ class ForkedFrom(WireModel):
     checkpoint_seq: int
 
 
+TRACE_URL_VARIABLE = "RATH_TRACE_URL"
+
+
 class Notification(WireModel):
     """A run's latest notification to its notify_url, and how its last try went."""
 
@@ -86,6 +90,9 @@ class RunSummary(WireModel):
     trace_id: str | None = Field(
         default=None, description="the OpenTelemetry trace its spans are in (32 hex digits); null: not traced"
     )
+    trace_url: str | None = Field(
+        default=None, description="where to see that trace (the server's RATH_TRACE_URL with the id); null: not set"
+    )
     created_at: float
     updated_at: float
     hint: str | None = Field(default=None, description="what to do next, in words")
@@ -95,7 +102,16 @@ class RunSummary(WireModel):
 
     @classmethod
     def of(cls, run: Run, rt: Runtime) -> RunSummary:
-        return cls(**run.summary(), hint=hint_for(run, rt))
+        return cls(**run.summary(), trace_url=trace_url(run.trace_id), hint=hint_for(run, rt))
+
+
+def trace_url(trace_id: str | None) -> str | None:
+    """The link to a trace in the team's trace UI: ``$RATH_TRACE_URL`` (a template such as
+    ``http://jaeger:16686/trace/{trace_id}``) with the id put in; None without either."""
+    template = os.environ.get(TRACE_URL_VARIABLE, "").strip()
+    if not trace_id or not template:
+        return None
+    return template.replace("{trace_id}", trace_id) if "{trace_id}" in template else template + trace_id
 
 
 def hint_for(run: Run, rt: Runtime) -> str | None:

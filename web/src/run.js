@@ -22,6 +22,7 @@ export function header(run, go) {
     ["input session", sessionLink(run.session_id, go)],
     ["output session", sessionLink(run.output_session_id, go)],
   ];
+  if (run.trace_id) rows.push(["trace", traceLink(run)]);
   if (run.forked_from) {
     const from = run.forked_from;
     rows.push(["forked from", h("span", {}, runLink(from.run_id, go), ` at checkpoint ${from.checkpoint_seq ?? "latest"}`)]);
@@ -33,6 +34,12 @@ export function header(run, go) {
     run.error ? h("div.error", { id: "run-error" }, h("h2", {}, "Error"), h("pre", {}, run.error)) : null,
     run.hint ? h("p.hint", {}, run.hint) : null,
   );
+}
+
+// The run's OpenTelemetry trace id; a link into the team's trace UI when the server has RATH_TRACE_URL.
+function traceLink(run) {
+  const id = h("code", { id: "run-trace" }, run.trace_id);
+  return run.trace_url ? h("a", { href: run.trace_url, target: "_blank", rel: "noopener noreferrer" }, id) : id;
 }
 
 function sessionLink(id, go) {
