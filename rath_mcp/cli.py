@@ -28,6 +28,7 @@ from rath_mcp.auth.flags import AUTH_MODES, auth_problem
 from rath_mcp.cli_usage import parse_command_line
 from rath_mcp.shell import existing_store, note, store_name, whole
 from runtime import InvalidInputError, RathError, Runtime, resolve_home
+from runtime.artifacts.collector import interval_from_env
 from runtime.errors import SchemaBehindError
 from runtime.extras import MissingExtraError
 from runtime.memory.embed import resolve_spec
@@ -147,6 +148,7 @@ def _sandbox_policy(args: argparse.Namespace, home: Path) -> SandboxPolicy:
 ARTIFACTS_HELP = (
     "where artifacts' bytes go: file:///DIR or s3://BUCKET/PREFIX (default: $RATH_ARTIFACTS, else HOME/artifacts)"
 )
+ARTIFACT_GC_HELP = "seconds between GC passes over the artifact store (default: $RATH_ARTIFACT_GC_S, else 3600; 0 none)"
 QUEUED_HELP = "queued runs a tenant/project may have; run_start beyond it is an error naming the limit"
 LEASE_HELP = (
     "seconds a claim on a run lasts unrenewed: how soon a worker on another machine may take over a dead one "
@@ -183,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=8765, help="port for http/sse (0 picks a free one)")
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--artifacts", default=os.environ.get("RATH_ARTIFACTS") or None, metavar="URL", help=ARTIFACTS_HELP)
+    p.add_argument("--artifact-gc-interval", type=float, metavar="SECONDS", help=ARTIFACT_GC_HELP)
     p.add_argument("--sandbox", choices=["local", "opensandbox"], default="local", help="default sandbox backend")
     p.add_argument("--max-frame-bytes", type=_frame_bytes, metavar="SIZE", help="largest message served (default 4M)")
     p.add_argument("--workers", type=whole(0), default=4, help="runs this process drives at once (0: none here)")
@@ -211,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lease-s", type=_seconds, default=30.0, help=LEASE_HELP)
     p.add_argument("--workflows", nargs="+", default=[], metavar="MODULE_OR_FILE", help="load extra workflows")
     p.add_argument("--artifacts", default=os.environ.get("RATH_ARTIFACTS") or None, metavar="URL", help=ARTIFACTS_HELP)
+    p.add_argument("--artifact-gc-interval", type=float, metavar="SECONDS", help=ARTIFACT_GC_HELP)
     _embedder_arg(p)
     _sandbox_args(p)
     _home_arg(p)
@@ -337,6 +341,7 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
         artifacts=args.artifacts,
+        artifact_gc_s=interval_from_env(args.artifact_gc_interval),
         tracing=traces,
     ) as rt:
         shell.load_workflows(rt, args.workflows)
@@ -480,6 +485,7 @@ async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy, tra
         sandbox_policy=policy,
         embedder=resolve_spec(args.embedder, home),
         artifacts=args.artifacts,
+        artifact_gc_s=interval_from_env(args.artifact_gc_interval),
         tracing=traces,
     ) as rt:
         shell.load_workflows(rt, args.workflows)

@@ -59,7 +59,8 @@ class BlobStore(Protocol):
         ...
 
     async def listed(self, prefix: str) -> list[tuple[str, float]]:
-        """Every key under ``prefix/`` with when it was last written (seconds since the epoch)."""
+        """Every key under ``prefix/`` (every key at all for ``""``) with when it was last written
+        (seconds since the epoch)."""
         ...
 
 
@@ -166,7 +167,7 @@ class FileBlobStore:
         return await anyio.to_thread.run_sync(self._listed, prefix)
 
     def _listed(self, prefix: str) -> list[tuple[str, float]]:
-        base = self._path(prefix)
+        base = self._path(prefix) if prefix else self.root
         found = []
         for directory, _, names in os.walk(base):
             for name in names:

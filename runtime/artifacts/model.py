@@ -108,6 +108,11 @@ class ArtifactRecords(Protocol):
         ``token`` until ``end_deletion``: a save of it meanwhile is told so by ``add``."""
         ...
 
+    async def mark_unreferenced(self, sha256: str, token: str) -> int:
+        """How many rows of this tenant/project name the content; at 0 it is marked as being deleted
+        under ``token`` (as by ``delete``) until ``end_deletion``."""
+        ...
+
     async def end_deletion(self, sha256: str, token: str) -> None: ...
 
     async def end_deletions_before(self, cutoff: float) -> int:

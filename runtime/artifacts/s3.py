@@ -96,7 +96,7 @@ class S3BlobStore:
     async def listed(self, prefix: str) -> list[tuple[str, float]]:
         found: list[tuple[str, float]] = []
         with self._translated(prefix):
-            async for batch in self._obs.list(self._store, prefix + "/"):
+            async for batch in self._obs.list(self._store, prefix + "/" if prefix else None):
                 found.extend((meta["path"], meta["last_modified"].timestamp()) for meta in batch)
         return found
 

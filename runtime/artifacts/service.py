@@ -180,18 +180,27 @@ class ArtifactService:
         else:
             await self.blobs.delete(aside)
 
-    async def collect(self, older_than_s: float = GRACE_S) -> builtins.list[str]:
+    async def collect(self, older_than_s: float = GRACE_S, *, at: float | None = None) -> builtins.list[str]:
         """A GC pass: remove the bytes no artifact of this tenant/project names (left by a save that
         died between its upload and its row, or a delete between its move and its removal), when
-        older than ``older_than_s`` (a save in progress has uploaded and not yet written its row)."""
+        older than ``older_than_s`` at ``at`` (default now; a save in progress has uploaded and not yet
+        written its row), and forget the marks of deletes that died as long ago. Unnamed bytes go the
+        way a delete's do (marked, moved aside, counted again), so a save of that content racing the
+        pass keeps its bytes."""
         removed: builtins.list[str] = []
-        cutoff = now() - older_than_s
+        cutoff = (now() if at is None else at) - older_than_s
         for key, written in await self.blobs.listed(f"{self.tenant}/{self.project}"):
             if written > cutoff:
                 continue
-            sha = key.rsplit("/", 1)[-1].split(ASIDE, 1)[0]
-            if ASIDE in key or not await self.records.refs(sha):
+            if ASIDE in key:  # a delete died between moving the bytes aside and removing them
                 await self.blobs.delete(key)
+                removed.append(key)
+                continue
+            sha = key.rsplit("/", 1)[-1]
+            token = new_id("del")[4:]
+            if await self.records.mark_unreferenced(sha, token) == 0:
+                await self._drop_content(key, sha, token)
+                await self.records.end_deletion(sha, token)
                 removed.append(key)
         await self.records.end_deletions_before(cutoff)
         return removed

@@ -85,6 +85,24 @@ def delete_artifact(
     return gone, left
 
 
+def mark_unreferenced(d: Dialect, tenant: str, project: str, sha256: str, token: str, at: float) -> Op[int]:
+    """How many rows of the scope name the content; at 0, the content is marked as being deleted
+    (``token``), as a delete of its last row marks it: the GC pass removes bytes no row names under
+    the same protocol, so a save of that content meanwhile keeps its bytes."""
+    yield from _content_lock(d, tenant, project, sha256)
+    left = int((yield value(_REFS, tenant, project, sha256)) or 0)
+    if left == 0:
+        yield none(
+            "INSERT INTO artifact_deletions (tenant, project, sha256, token, at) VALUES (?, ?, ?, ?, ?)",
+            tenant,
+            project,
+            sha256,
+            token,
+            at,
+        )
+    return left
+
+
 def end_deletion(d: Dialect, tenant: str, project: str, sha256: str, token: str) -> Op[None]:
     yield none(
         "DELETE FROM artifact_deletions WHERE tenant = ? AND project = ? AND sha256 = ? AND token = ?",
@@ -134,6 +152,9 @@ class CoreArtifactStore:
 
     async def delete(self, artifact_id: str, token: str) -> tuple[Artifact | None, int]:
         return await self.ex.write(delete_artifact, self.tenant, self.project, artifact_id, token, now(), small=True)
+
+    async def mark_unreferenced(self, sha256: str, token: str) -> int:
+        return await self.ex.write(mark_unreferenced, self.tenant, self.project, sha256, token, now(), small=True)
 
     async def end_deletion(self, sha256: str, token: str) -> None:
         await self.ex.write(end_deletion, self.tenant, self.project, sha256, token, small=True)

@@ -92,3 +92,17 @@ async def test_a_save_during_the_delete_of_its_content_is_told_so(backend: Store
     await store.delete(stale.id, "died")  # a delete whose process died before it ended
     assert await store.end_deletions_before(0.0) == 0 and await store.add(artifact("e" * 64)) is True
     assert await store.end_deletions_before(2e12) == 1 and await store.add(artifact("e" * 64)) is False
+
+
+async def test_content_no_row_names_is_marked_as_a_delete_marks_it(backend: StoreBackend) -> None:
+    """The GC pass's first step: content some row names is counted and left unmarked; content none
+    names is marked, so a save of it meanwhile is told to check its bytes."""
+    store = backend.artifacts("acme", "web")
+    await store.add(artifact("f" * 64))
+    assert await store.mark_unreferenced("f" * 64, "gc1") == 1
+    assert await store.add(artifact("f" * 64)) is False  # not marked
+    assert await backend.artifacts("other", "web").mark_unreferenced("f" * 64, "gc1") == 0  # another scope's rows
+    assert await store.mark_unreferenced("9" * 64, "gc2") == 0
+    assert await store.add(artifact("9" * 64)) is True
+    await store.end_deletion("9" * 64, "gc2")
+    assert await store.add(artifact("9" * 64)) is False
