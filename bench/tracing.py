@@ -11,14 +11,22 @@ the same Python SDK client in alternating blocks of back-to-back ``session_get``
 - absent: the endpoint set but the ``otel`` extra unimportable (``opentelemetry.sdk`` blocked in the
   child by a ``sitecustomize``), as on a machine without ``rath-mcp[otel]``: it says so and serves untraced.
 
-Prints calls per second and the ratio to off; the targets are on >= 0.9x of off and absent >= 0.9x
-(within noise). Exits 1 when one is missed. (Durable no-op steps per second join once runs have spans.)
+Then durable no-op steps per second, the same three ways: each measurement is a child process
+(``--steps-child MODE``, the mode's environment as above) that queues ``--runs`` runs of ten no-op
+steps, then drives them with four workers and its tracing (a ``run`` span per drive, a ``step``
+span per step, exported to the same sink when on); ``--rounds`` rounds take the modes in turn, and
+the table gives each mode's median.
+
+Prints calls (steps) per second and the ratio to off; the targets are on >= 0.9x of off and absent
+>= 0.9x (within noise), for both. Exits 1 when one is missed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -35,6 +43,7 @@ from mcp.client.stdio import StdioServerParameters
 from bench.mcp import Sample, checked, seed_session, timed_blocks
 
 TARGET = 0.9
+MODES = ("off", "on", "absent")
 
 
 class _Sink(BaseHTTPRequestHandler):
@@ -73,7 +82,7 @@ def server(home: Path, env: dict[str, str]) -> StdioServerParameters:
 def environments(tmp: Path, endpoint: str) -> dict[str, dict[str, str]]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     blocked = tmp / "no-otel"
-    blocked.mkdir()
+    blocked.mkdir(parents=True)
     (blocked / "sitecustomize.py").write_text('import sys\nsys.modules["opentelemetry.sdk"] = None\n')
     on = {**base, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
     absent = {**on, "PYTHONPATH": os.pathsep.join(filter(None, [str(blocked), base.get("PYTHONPATH")]))}
@@ -108,17 +117,80 @@ def table(samples: list[Sample]) -> str:
     return "\n".join(rows)
 
 
-async def main(calls: int) -> int:
+async def steps_per_s(runs: int) -> float:
+    """In a child process: queue ``runs`` ten-step no-op runs, then drive them with this environment's
+    tracing (what ``serve``/``worker`` would make of it); committed steps per second."""
+    import time
+
+    from bench.durable import STEPS, TenSteps
+    from runtime import Runtime
+    from runtime.extras import MissingExtraError
+    from runtime.telemetry import Tracing, from_environment
+
+    try:
+        tracing = from_environment()
+    except MissingExtraError:  # as serve and worker do: say nothing here, run untraced
+        tracing = Tracing()
+    with tempfile.TemporaryDirectory(prefix="rath-bench-steps-") as home:
+        async with Runtime.open(home, workers=0) as rt:
+            rt.workflows.register(TenSteps)
+            ids = [(await rt.runs.start(TenSteps.name)).id for _ in range(runs)]
+        async with Runtime.open(home, workers=4, synchronous="FULL", tracing=tracing) as rt:
+            rt.workflows.register(TenSteps)
+            start = time.perf_counter()
+            for run_id in ids:  # woken by each run's last commit, in this process
+                if (await rt.runs.wait(run_id, 600)).status != "succeeded":
+                    raise SystemExit(f"run {run_id} did not succeed")
+            elapsed = time.perf_counter() - start
+        tracing.shutdown()
+    return runs * STEPS / elapsed
+
+
+def durable_rounds(tmp: Path, endpoint: str, runs: int, rounds: int) -> dict[str, list[float]]:
+    """``rounds`` rounds, each a child process per mode in turn; steps/s by mode."""
+    envs = environments(tmp / "steps", endpoint)
+    found: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for _ in range(rounds):
+        for mode in MODES:
+            argv = [sys.executable, "-m", "bench.tracing", "--steps-child", mode, "--runs", str(runs)]
+            done = subprocess.run(argv, env=envs[mode], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"the {mode} steps child failed:\n{done.stderr[-2000:]}")
+            found[mode].append(float(done.stdout.strip().splitlines()[-1]))
+    return found
+
+
+def steps_table(found: dict[str, list[float]]) -> tuple[str, list[str]]:
+    off = statistics.median(found["off"])
+    rows = ["| tracing | steps/s (median) | min | max | x off | target |", "|---|---:|---:|---:|---:|---|"]
+    missed = []
+    for mode in MODES:
+        median, ratio = statistics.median(found[mode]), statistics.median(found[mode]) / off
+        verdict = "-" if mode == "off" else ("ok" if ratio >= TARGET else f"< {TARGET}x")
+        if mode != "off" and ratio < TARGET:
+            missed.append(mode)
+        low, high = min(found[mode]), max(found[mode])
+        rows.append(f"| {mode:<7} | {median:16.0f} | {low:5.0f} | {high:5.0f} | {ratio:5.2f} | {verdict} |")
+    return "\n".join(rows), missed
+
+
+async def main(calls: int, runs: int, rounds: int) -> int:
     warmup = max(10, calls // 10)
     with tempfile.TemporaryDirectory(prefix="rath-bench-") as tmp, sink() as endpoint:
         samples = await measure(Path(tmp), endpoint, calls, warmup)
         exports = _Sink.received
+        found = await anyio.to_thread.run_sync(durable_rounds, Path(tmp), endpoint, runs, rounds)
+        step_exports = _Sink.received - exports
     print(f"stdio session_get round trips: {calls} calls per server in blocks taking turns, after {warmup} warm-up;")
     print(f"the traced server's spans reached the local sink in {exports} export(s)\n")
     print(table(samples))
+    steps, missed_steps = steps_table(found)
+    print(f"\ndurable no-op steps: {runs} runs of 10 steps, 4 workers, SQLite synchronous=FULL, {rounds} rounds")
+    print(f"taking turns; the traced children's spans reached the sink in {step_exports} export(s)\n")
+    print(steps)
     off = samples[0]
-    missed = [s.name for s in samples[1:] if off.median_ms / s.median_ms < TARGET]
-    if exports == 0:
+    missed = [s.name for s in samples[1:] if off.median_ms / s.median_ms < TARGET] + missed_steps
+    if exports == 0 or step_exports == 0:
         print("\nno span was exported: the 'on' server did not trace (is the otel extra installed?)")
         return 1
     return 1 if missed else 0
@@ -127,5 +199,11 @@ async def main(calls: int) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="timed calls per server (default 300)")
+    parser.add_argument("--runs", type=int, default=200, help="ten-step runs per steps measurement (default 200)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of steps measurements (default 5)")
+    parser.add_argument("--steps-child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.exit(anyio.run(main, args.calls))
+    if args.steps_child:
+        print(anyio.run(steps_per_s, args.runs))
+        sys.exit(0)
+    sys.exit(anyio.run(main, args.calls, args.runs, args.rounds))
