@@ -54,7 +54,7 @@ from runtime.store import StoreURL, open_backend, resolve_store
 from runtime.telemetry import Tracing
 from runtime.webhooks.service import WebhookService
 from runtime.webhooks.signing import secret_from_env
-from runtime.webhooks.targets import WebhookPolicy, parse_hosts
+from runtime.webhooks.targets import WebhookPolicy, hosts_from_config, parse_hosts
 from runtime.workflows import builtin_workflows
 
 DEFAULT_HOME = "~/.rath"
@@ -337,7 +337,8 @@ class Runtime:
         ``max_queued_runs``: a run start is refused when its tenant/project has this many queued runs (None: no limit).
         ``tracing``: where model calls and sandbox commands are traced (``runtime.telemetry``; default: nowhere).
         ``allow_webhook_hosts``: hosts a run's ``notify_url`` may name over plain http or at a private
-        address (``--allow-webhook-hosts``); notifications are signed with ``$RATH_WEBHOOK_SECRET``.
+        address (``--allow-webhook-hosts``; config.json's ``webhooks.allow_hosts`` adds to them);
+        notifications are signed with ``$RATH_WEBHOOK_SECRET``.
         """
         check_scope_name("tenant", tenant)  # checked before the database is opened: a plain error
         check_scope_name("project", project)
@@ -360,7 +361,8 @@ class Runtime:
         blobs = open_blob_store(resolve_artifacts_url(artifacts, root))  # a bad URL or missing extra: a plain error
         limits_from_env()  # so is a bad $RATH_ARTIFACT_MAX_BYTES or $RATH_ARTIFACT_QUOTA
         secrets = load_secrets(root)  # a malformed "secrets" section: a plain error, before the store opens
-        webhook_policy = WebhookPolicy(parse_hosts(allow_webhook_hosts))  # so are bad hosts or a bad secret
+        # so are bad hosts (the flag's and config.json's webhooks.allow_hosts) or a bad secret
+        webhook_policy = WebhookPolicy(parse_hosts(allow_webhook_hosts) | hosts_from_config(root))
         webhook_key = secret_from_env()
         policy = load_call_policy(root)  # so is a malformed "policy"
         backend: StoreBackend = await open_backend(url, synchronous=synchronous)
@@ -393,6 +395,8 @@ class Runtime:
                     tg.start_soon(rt.semantic.run, rt.memory.store.vectors())
                 if not url.read_only:  # an inspection fires nothing
                     tg.start_soon(rt.ticker.run)
+                    if rt.webhooks.sender is not None:  # any server or worker sends the outbox's notifications
+                        tg.start_soon(rt.webhooks.sender.run)
                     if artifact_gc_s:
                         tg.start_soon(rt.artifact_collector(artifact_gc_s).run)
                     if rt.webhooks.sender is not None:  # any server or worker sends the outbox's notifications

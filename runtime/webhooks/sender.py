@@ -39,6 +39,9 @@ TIMEOUT_S = 10.0
 """A try not answered within this long fails (default; ``$RATH_WEBHOOK_TIMEOUT_S``)."""
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 3600.0
+KEEP_S = 7 * 86_400.0
+"""Deliveries that are over are kept this long (``run_get`` shows a run's latest), then pruned."""
+PRUNE_EVERY_S = 3600.0
 BATCH = 16
 """Deliveries claimed (and sent at once) per look at the store."""
 
@@ -83,6 +86,7 @@ class Sender:
         self.timeout_s = timeout_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('snd')}"
         self._woken = anyio.Event()
+        self._pruned_at = 0.0
 
     @property
     def lease_s(self) -> float:
@@ -99,6 +103,9 @@ class Sender:
             self._woken = anyio.Event()
             try:
                 await self.send_due()
+                if self.clock() - self._pruned_at >= PRUNE_EVERY_S:
+                    self._pruned_at = self.clock()
+                    await self.store.prune(self._pruned_at - KEEP_S)
             except Exception:  # a store outage: logged, tried again next time
                 log.exception("could not send the run notifications that are due; trying again")
             with anyio.move_on_after(self.interval_s):
@@ -106,7 +113,10 @@ class Sender:
 
     async def send_due(self) -> list[tuple[Delivery, Attempt]]:
         """Claim what is due now and try each once (at the same time); what each try recorded."""
-        claimed = await self.store.claim(self.owner, self.clock(), self.lease_s, BATCH)
+        at = self.clock()
+        if not await self.store.has_due(at):
+            return []
+        claimed = await self.store.claim(self.owner, at, self.lease_s, BATCH)
         done: list[tuple[Delivery, Attempt]] = []
 
         async def one(delivery: Delivery) -> None:

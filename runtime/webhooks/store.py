@@ -59,6 +59,14 @@ class Attempt:
 class WebhookStore(Protocol):
     """Deliveries of every tenant/project: senders serve them all; ``last`` reads one run's, in its scope."""
 
+    async def has_due(self, at: float) -> bool:
+        """Whether a pending delivery is due at ``at`` (a read: senders look before they claim)."""
+        ...
+
+    async def prune(self, before: float) -> int:
+        """Delete deliveries that are over (delivered, gone, failed) and were made before ``before``."""
+        ...
+
     async def claim(self, owner: str, at: float, lease_s: float, limit: int) -> list[Delivery]:
         """Take up to ``limit`` pending deliveries due at ``at``, each for ``lease_s`` (then due again,
         for any sender: a sender that died mid-try loses nothing). Earliest due first."""

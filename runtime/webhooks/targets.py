@@ -1,6 +1,7 @@
 """Which URLs a run may notify, and the address a notification connects to (no SSRF).
 
-A notify URL must be ``https``, unless its host is one the operator named (``--allow-webhook-hosts``):
+A notify URL must be ``https``, unless its host is one the operator named (``--allow-webhook-hosts``,
+or ``config.json``'s ``webhooks.allow_hosts``):
 named hosts may also be plain ``http`` and resolve to private addresses (a receiver on the same
 machine or network, as in tests). Any other host's addresses are resolved and every one is checked:
 private, loopback, link-local, multicast, reserved or unspecified addresses are refused (a URL must
@@ -12,9 +13,11 @@ differently a moment later (DNS rebinding) cannot slip past the check.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
@@ -37,6 +40,25 @@ def parse_hosts(text: str | Iterable[str] | None) -> frozenset[str]:
         if "/" in host or (":" in host and not _is_ip(host)):
             raise InvalidInputError(f"{ALLOW_FLAG}: {host!r} is not a host name; give names such as hooks.example.com")
     return frozenset(hosts)
+
+
+def hosts_from_config(home: Path) -> frozenset[str]:
+    """``config.json``'s ``{"webhooks": {"allow_hosts": ["hooks.internal", ...]}}`` (added to the flag's).
+
+    A malformed section is an error; a config.json that is not JSON at all names none (the server
+    reports the file once, as for its other sections)."""
+    path = home / "config.json"
+    try:
+        config = json.loads(path.read_text("utf-8")) if path.is_file() else {}
+    except ValueError:
+        return frozenset()
+    section = config.get("webhooks") if isinstance(config, dict) else None
+    if section is None:
+        return frozenset()
+    hosts = section.get("allow_hosts", []) if isinstance(section, dict) else None
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise InvalidInputError(f'{path}: "webhooks" must be {{"allow_hosts": ["host", ...]}}, a list of host names')
+    return parse_hosts(hosts)
 
 
 def _is_ip(text: str) -> bool:

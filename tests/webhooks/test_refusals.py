@@ -6,6 +6,7 @@ address unless the host is named (no SSRF); and nothing at all without a signing
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from runtime import Runtime
 from runtime.errors import InvalidInputError
 from runtime.store import StoreURL
+from runtime.webhooks.targets import hosts_from_config
+from tests.doc_text import DOCS, blocks
 from tests.webhooks.conftest import SECRET
 
 pytestmark = pytest.mark.anyio
@@ -74,3 +77,22 @@ async def test_a_malformed_secret_or_host_list_stops_the_runtime_opening(
     with pytest.raises(InvalidInputError, match="--allow-webhook-hosts: 'http://x' is not a host name"):
         async with Runtime.open(tmp_path / "home", allow_webhook_hosts="ok.example, http://x"):
             pass
+
+
+async def test_config_json_names_hosts_too(tmp_path: Path, store_url: StoreURL) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.json").write_text(json.dumps({"webhooks": {"allow_hosts": ["127.0.0.1"]}}))
+    async with Runtime.open(home, store=store_url, workers=0) as rt:
+        run = await rt.runs.start("echo", input={"message": "hi"}, notify_url="http://127.0.0.1:9/hook")
+        assert run.status == "queued"
+    (home / "config.json").write_text(json.dumps({"webhooks": {"allow_hosts": "127.0.0.1"}}))
+    with pytest.raises(InvalidInputError, match=r'"webhooks" must be \{"allow_hosts": \["host", \.\.\.\]\}'):
+        async with Runtime.open(home, store=store_url, workers=0):
+            pass
+
+
+def test_the_docs_config_section_is_what_the_server_reads(tmp_path: Path) -> None:
+    (shown,) = [b for b in blocks(DOCS / "webhooks.md", "json") if '"webhooks"' in b]
+    (tmp_path / "config.json").write_text(shown)
+    assert hosts_from_config(tmp_path) == {"hooks.internal", "127.0.0.1"}

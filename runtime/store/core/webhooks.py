@@ -21,7 +21,7 @@ from runtime.durable.models import SETTLED, Interrupt, Run
 from runtime.durable.store_shared import Scope
 from runtime.ids import new_id, now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Executor, Op, Row, none, one, rows
+from runtime.store.core.statements import Executor, Op, Row, none, one, rows, value
 from runtime.webhooks.store import PENDING, Attempt, Delivery
 
 NOTIFIED = SETTLED
@@ -65,6 +65,20 @@ def settled(d: Dialect, run_id: str, status: str) -> Op[None]:
         new_id("msg"), run_id, run.tenant, run.project, target[0], f"run.{status}", payload(run, at), PENDING,
         at, at + TTL_S, at,
     )  # fmt: skip
+
+
+def has_due(d: Dialect, at: float) -> Op[bool]:
+    """A read first, so that senders with nothing to send take no write lock (SQLite has one for all)."""
+    found = yield value(
+        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_at <= ?)", at
+    )
+    return bool(found)
+
+
+def prune(d: Dialect, before: float) -> Op[int]:
+    """Forget finished deliveries made before ``before`` (the outbox keeps what is pending for ever)."""
+    gone = yield none("DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?", before)
+    return int(gone or 0)
 
 
 def claim(d: Dialect, owner: str, at: float, lease_s: float, limit: int) -> Op[list[Row]]:
@@ -113,6 +127,12 @@ class CoreWebhookStore:
 
     def __init__(self, ex: Executor) -> None:
         self.ex = ex
+
+    async def has_due(self, at: float) -> bool:
+        return await self.ex.read(has_due, at)
+
+    async def prune(self, before: float) -> int:
+        return await self.ex.write(prune, before)
 
     async def claim(self, owner: str, at: float, lease_s: float, limit: int) -> list[Delivery]:
         return [Delivery.from_row(r) for r in await self.ex.write(claim, owner, at, lease_s, limit)]

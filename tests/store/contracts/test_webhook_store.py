@@ -136,3 +136,21 @@ async def test_concurrent_senders_never_claim_the_same_delivery(backend: StoreBa
         await other.close()
     taken = got["a"] + got["b"]
     assert len(taken) == len(set(taken)) == 12
+
+
+async def test_senders_look_before_they_claim_and_only_finished_deliveries_are_pruned(backend: StoreBackend) -> None:
+    store = backend.runs("local", "default")
+    for _ in range(2):
+        await started(store, notify_url=URL)
+    for claim in await store.claim("w", 30.0, 2, ["wf"]):
+        await ended(backend, claim.id, claim.token)
+    outbox, at = webhooks(backend), now()
+    assert await outbox.has_due(at) and not await outbox.has_due(at - 3600)
+    over, pending = await due(backend, at=at)
+    assert not await outbox.has_due(at)  # both held by the claim
+    assert await outbox.record(over, Attempt(DELIVERED, at, 200, None, at))
+    assert await outbox.prune(at + 10) == 1
+    scope = Scope("local", "default")
+    assert await outbox.last(scope, over.run_id) is None
+    assert (await outbox.last(scope, pending.run_id) or {})["status"] == PENDING  # pending: never pruned
+    assert await outbox.prune(at + 10) == 0
