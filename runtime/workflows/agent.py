@@ -105,10 +105,31 @@ async def workspace_tools(
 
     sandbox = await rt.sandboxes.get(session.placement, workflow=workflow)
     tools = sandbox_tools(sandbox, rt.secrets, keep_output)
+    tools.append(save_artifact_tool(ctx, session, f"sandbox:{sandbox.backend}:{sandbox.workspace}"))
     for spec in mcp_server_specs(rt.home):
         server = await stack.enter_async_context(MCPToolServer(spec))
         tools += await server.tools()
     return tools
+
+
+def save_artifact_tool(ctx: StepContext, session: Session, workspace_key: str) -> FlowToolCall:
+    """``save_artifact``: the agent keeps a file of its workspace (one it was asked to produce) as an
+    artifact of the run, beyond the sandbox's life; the file tools' path checks apply. It shares the
+    workspace's resource key, so it runs after a write the model asked for before it."""
+    from runtime.flow.tools import FlowToolCall
+
+    async def save_artifact(path: str) -> dict[str, Any]:
+        kept = await ctx.runtime.artifacts.save_from_session(session.id, path, run_id=ctx.run_id)
+        return kept.public()
+
+    parameters = {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "a file of the workspace, e.g. 'out/report.md'"}},
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    description = "Keep a workspace file (a report, a dataset you were asked to produce) as an artifact of this run."
+    return FlowToolCall("save_artifact", description, parameters, save_artifact, workspace_key, "idempotent")
 
 
 def result_state(result: AgentResult) -> dict[str, Any]:

@@ -171,3 +171,33 @@ async def test_a_commands_long_stdout_is_kept_whole_as_an_artifact_of_the_run(tm
         assert [(a["artifact_id"], a["name"]) for a in listed["artifacts"]] == [
             (kept["artifact_id"], "run_command-stdout.txt")
         ]
+
+
+async def test_a_runs_agent_saves_the_file_it_was_asked_to_produce(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    report = "# Findings\n\nAll three checks pass.\n"
+    script = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "out/report.md", "content": report}},
+                {"name": "save_artifact", "arguments": {"path": "out/report.md"}},
+                {"name": "save_artifact", "arguments": {"path": "../outside.md"}},
+            ]
+        },
+        {"content": "The report is saved."},
+    ]
+    (home / "script.json").write_text(json.dumps({"replies": script}))
+    (home / "config.json").write_text(
+        json.dumps({"provider": "scripted", "providers": {"scripted": {"script": "script.json"}}})
+    )
+    async with Runtime.open(home) as rt, Client(build_server(rt)) as client:
+        run = await call(client, "run_start", workflow="agent", message="write out/report.md and save it", wait_s=30)
+        assert run["status"] == "succeeded", run["error"]
+        (saved,) = (await call(client, "artifact_list", run_id=run["run_id"]))["artifacts"]
+        assert (saved["name"], saved["mime_type"], saved["size"]) == ("report.md", "text/markdown", len(report))
+        (body,) = (await client.read_resource(saved["uri"])).contents
+        assert isinstance(body, TextResourceContents) and body.text == report
+        told = await call(client, "session_get", session_id=run["output_session_id"])
+        results = [c["content"] for c in told["chunks"] if c["kind"] == "tool_result"]
+        assert saved["artifact_id"] in results[1] and "leaves the workspace" in results[2]
