@@ -399,8 +399,6 @@ class Runtime:
                         tg.start_soon(rt.webhooks.sender.run)
                     if artifact_gc_s:
                         tg.start_soon(rt.artifact_collector(artifact_gc_s).run)
-                    if rt.webhooks.sender is not None:  # any server or worker sends the outbox's notifications
-                        tg.start_soon(rt.webhooks.sender.run)
                 if workers:
                     tg.start_soon(partial(run_worker, rt.engine, slots=workers))
                 redacting = secrets.redactor.install()  # log lines never show a resolved secret
