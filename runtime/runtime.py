@@ -217,7 +217,9 @@ class Runtime:
             project=project,
             sessions=sessions,
             runs=RunService(self.engine, self._run_store(tenant, project), sessions),
-            memory=MemoryService(self.store.memory(tenant, project), sessions, self.semantic, (tenant, project)),
+            memory=MemoryService(
+                self.store.memory(tenant, project), sessions, self.semantic, (tenant, project), tracing=self.tracing
+            ),
             sandboxes=sandboxes,
             artifacts=ArtifactService(
                 self.store.artifacts(tenant, project), self.blobs, tenant, project, sessions, sandboxes

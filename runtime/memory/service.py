@@ -34,6 +34,7 @@ from runtime.memory.model import (
 from runtime.memory.semantic import Semantic, fuse
 from runtime.memory.store import SUPERSEDED, Found, MemoryStore, NewMemory
 from runtime.sessions.service import SessionService
+from runtime.telemetry import Attributes, Tracing
 
 MAX_K = 100
 MODES = ("keyword", "semantic", "hybrid")
@@ -71,11 +72,13 @@ class MemoryService:
         sessions: SessionService,
         semantic: Semantic | None = None,
         scope: tuple[str, str] = ("local", "default"),
+        tracing: Tracing | None = None,
     ) -> None:
         self.store = store
         self.sessions = sessions
         self.semantic = semantic  # None: no embedder, keyword recall only
         self._key = scope
+        self.tracing = tracing or Tracing()  # each recall a span ``memory recall`` (runtime.telemetry)
 
     def _written(self, items: builtins.list[MemoryItem]) -> None:
         if self.semantic is not None:
@@ -108,6 +111,20 @@ class MemoryService:
         return stored
 
     async def recall(
+        self, query: str, *, k: int = 5, scope: str | None = None, mode: str | None = None
+    ) -> builtins.list[MemoryHit]:
+        """What ``_recall`` finds, in a span ``memory recall`` (its mode, k, scope and how many hits; the
+        query itself only when message contents may be captured)."""
+        default = "keyword" if self.semantic is None else "hybrid"
+        attributes: Attributes = {"rath.memory.mode": mode or default, "rath.memory.k": k, "rath.memory.scope": scope}
+        with self.tracing.span("memory recall", attributes=attributes) as span:
+            if self.tracing.capture_content:
+                span.set("rath.memory.query", query)
+            hits = await self._recall(query, k=k, scope=scope, mode=mode)
+            span.set("rath.memory.hits", len(hits))
+            return hits
+
+    async def _recall(
         self, query: str, *, k: int = 5, scope: str | None = None, mode: str | None = None
     ) -> builtins.list[MemoryHit]:
         """The ``k`` items that best match ``query``, best first, each with a score > 0.

@@ -39,6 +39,17 @@ class Spawner(Workflow):
         return {**state, "noted": noted, "child": child.id}
 
 
+class Recaller(Workflow):
+    """Recalls what it was told to look for from memory."""
+
+    name = "recaller"
+
+    @step(entry=True, effects=EffectClass.READ_ONLY)
+    async def look(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        hits = await ctx.runtime.memory.recall(state["query"], k=3)
+        return {**state, "hits": len(hits)}
+
+
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     with receiving() as found:
@@ -146,3 +157,21 @@ async def test_without_tracing_runs_keep_no_trace_context(home: Path) -> None:
         run = await rt.runs.start("echo", input={"message": "hi"})
         run = await rt.runs.wait(run.id, WAIT_S)
     assert run.status == "succeeded" and run.trace_id is None and run.summary()["trace_id"] is None
+
+
+async def test_a_memory_recall_in_a_step_is_a_span_under_it_without_the_query(home: Path, receiver: Receiver) -> None:
+    tracing = tracing_to(receiver)
+    try:
+        async with Runtime.open(home, tracing=tracing) as rt:
+            rt.workflows.register(Recaller)
+            await rt.memory.remember(f"the vault code: {SECRET}")
+            run = await rt.runs.start("recaller", input={"query": "swordfish vault"})
+            run = await rt.runs.wait(run.id, WAIT_S)
+            assert run.status == "succeeded" and run.state["hits"] == 1, run
+    finally:
+        tracing.shutdown()
+    look = named(receiver, "step look")[0]
+    recall = named(receiver, "memory recall")[0]
+    assert (recall.trace_id, recall.parent_span_id) == (look.trace_id, look.span_id)
+    assert recall.attributes == {"rath.memory.mode": "keyword", "rath.memory.k": 3, "rath.memory.hits": 1}
+    assert "swordfish" not in attributes_of(receiver)
