@@ -1,6 +1,6 @@
 """How the session store reads: session rows into ``SessionInfo``, a segment chain's chunks, the lineage walk.
 
-Both backends keep chunks in segments (``runtime/store/sqlite/schema/sessions.py`` tells the layout): a
+Both backends keep chunks in segments (``runtime/store/core/tables/sessions.py`` tells the layout): a
 session is ``(segment, length)``; its chunks are the ranges ``(segment, lo, hi)`` of its segment chain.
 The one real difference in reading them is what a statement costs. On PostgreSQL each is a round trip,
 so a chain's chunks come from one query (``LATERAL``: a range scan per segment, which the planner cannot

@@ -1,6 +1,6 @@
 """The session store (``runtime.sessions.store.SessionStore``), written once for both backends.
 
-Chunks live in segments shared structurally (``runtime/store/sqlite/schema/sessions.py``): a fork writes
+Chunks live in segments shared structurally (``runtime/store/core/tables/sessions.py``): a fork writes
 one session row and its parent edges whatever the history's length; an append at a segment's tip extends
 that segment in place, elsewhere it starts a segment of its own. The tip moves only if it is still where
 the writer saw it (``UPDATE … WHERE tip = length``): on SQLite, whose writes are serial, it always is; on

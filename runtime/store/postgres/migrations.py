@@ -6,7 +6,7 @@ identity that may lack DDL rights, so they only *check* (``pending``, ``require_
 runs in a transaction of its own (PostgreSQL's DDL is transactional): one that fails leaves no
 trace and is not recorded, the ones before it stay applied. Two migrators started at once queue
 on ``pg_advisory_lock``, and the second finds nothing left to do. The list of migrations is the
-caller's (each backend assembles its own, see ``runtime.store.postgres.schema``).
+caller's (``runtime.store.postgres.schema``).
 """
 
 from __future__ import annotations

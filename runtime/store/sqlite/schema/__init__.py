@@ -1,1 +1,0 @@
-"""SQLite schema of each layer, one module per layer (assembled by ``runtime.store.sqlite.migrations``)."""
