@@ -91,7 +91,7 @@ async def kept_if_large(
     data = text.encode("utf-8")
     if len(data) <= LARGE_BYTES:
         return None
-    artifact = await rt.artifacts.save(data, name=name, mime_type=mime_type, session_id=session_id, run_id=run_id)
+    artifact = await rt.artifacts.keep(data, name=name, mime_type=mime_type, session_id=session_id, run_id=run_id)
     return artifact, text[:PREVIEW_CHARS]
 
 

@@ -96,6 +96,10 @@ class ArtifactRecords(Protocol):
         """The artifact, or None when there is none of that id in this tenant/project."""
         ...
 
+    async def find(self, sha256: str, name: str, session_id: str | None, run_id: str | None) -> Artifact | None:
+        """The oldest artifact of this tenant/project with this content, name, session and run."""
+        ...
+
     async def list(
         self, *, session_id: str | None, run_id: str | None, after: str | None, limit: int
     ) -> Sequence[Artifact]:

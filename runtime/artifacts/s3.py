@@ -26,8 +26,9 @@ from runtime.extras import require_extra
 #: obstore retries a failed request with backoff; an unreachable server is reported within this.
 RETRY_S = 10
 #: Content past this goes up in parts of this size, ``PARTS_AT_ONCE`` at a time (obstore's defaults are
-#: 5 MB and 12: smaller parts are more requests for the same bytes; see docs/artifacts.md "Speed").
-PART_BYTES = 8 * 1024 * 1024
+#: 5 MB and 12: smaller parts are more requests for the same bytes; 100 MB went up ~20% faster on
+#: SeaweedFS here, see docs/artifacts.md "Speed"). A file's upload holds at most 128 MiB in flight.
+PART_BYTES = 16 * 1024 * 1024
 PARTS_AT_ONCE = 8
 
 

@@ -115,6 +115,18 @@ class ArtifactService:
             await self.blobs.put(key, data)
         return artifact
 
+    async def keep(
+        self, data: bytes, *, name: str, mime_type: str, session_id: str | None = None, run_id: str | None = None
+    ) -> Artifact:
+        """``save``, unless an artifact of this tenant/project has the same content, name, type, session
+        and run already: then that one. A result handed over as a link (``session_get`` of a large page
+        asked twice, a client polling a large export) names one artifact, not one more each time."""
+        sha = await anyio.to_thread.run_sync(_sha256, data) if len(data) > ASK_FIRST_BYTES else _sha256(data)
+        found = await self.records.find(sha, name, session_id, run_id)
+        if found is not None and found.mime_type == mime_type:
+            return found
+        return await self.save(data, name=name, mime_type=mime_type, session_id=session_id, run_id=run_id)
+
     async def save_from_session(self, session_id: str, path: str, *, run_id: str | None = None) -> Artifact:
         """Keep a file of a session's sandbox workspace: the sandbox's own path checks apply (no
         absolute path, no ``..`` or symlink out of the workspace, not a directory, within its read limit)."""

@@ -98,7 +98,7 @@ async def workspace_tools(
     async def keep_output(text: str, name: str) -> dict[str, Any]:
         """A command's whole output, too long to show the model, kept as an artifact of the run
         (the tool call is journaled itself: a step run again replays its result, this artifact with it)."""
-        kept = await rt.artifacts.save(
+        kept = await rt.artifacts.keep(
             text.encode("utf-8"), name=name, mime_type="text/plain", session_id=session.id, run_id=ctx.run_id
         )
         return kept.public()

@@ -140,6 +140,8 @@ async def test_a_large_session_page_comes_back_as_a_link_to_its_chunks(client: C
     assert isinstance(whole, TextResourceContents) and whole.text.startswith(body["preview"])
     chunks = json.loads(whole.text)
     assert [(c["kind"], c["content"]) for c in chunks] == [("user", s * 150_000) for s in "xyz"]
+    again = await call(client, "session_get", session_id=sid)  # the same page asked again: the same artifact
+    assert again["artifact_id"] == body["artifact_id"]
     listed = await call(client, "artifact_list", session_id=sid)
     assert [a["artifact_id"] for a in listed["artifacts"]] == [body["artifact_id"]]
 

@@ -44,6 +44,19 @@ def get_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> Op[
     return None if row is None else Artifact.from_row(row)
 
 
+def find_artifact(
+    d: Dialect, tenant: str, project: str, sha256: str, name: str, session_id: str | None, run_id: str | None
+) -> Op[Artifact | None]:
+    """The oldest artifact of the scope with this content, name, session and run (None: there is none)."""
+    sql = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ? AND sha256 = ? AND name = ?"
+    args: list[object] = [tenant, project, sha256, name]
+    for column, wanted in (("session_id", session_id), ("run_id", run_id)):
+        sql += f" AND {column} IS NULL" if wanted is None else f" AND {column} = ?"
+        args += [] if wanted is None else [wanted]
+    row = yield one(sql + " ORDER BY id LIMIT 1", *args)
+    return None if row is None else Artifact.from_row(row)
+
+
 def list_artifacts(
     d: Dialect,
     tenant: str,
@@ -144,6 +157,9 @@ class CoreArtifactStore:
 
     async def get(self, artifact_id: str) -> Artifact | None:
         return await self.ex.lookup(get_artifact, self.tenant, self.project, artifact_id)
+
+    async def find(self, sha256: str, name: str, session_id: str | None, run_id: str | None) -> Artifact | None:
+        return await self.ex.read(find_artifact, self.tenant, self.project, sha256, name, session_id, run_id)
 
     async def list(
         self, *, session_id: str | None, run_id: str | None, after: str | None, limit: int

@@ -106,3 +106,18 @@ async def test_content_no_row_names_is_marked_as_a_delete_marks_it(backend: Stor
     assert await store.add(artifact("9" * 64)) is True
     await store.end_deletion("9" * 64, "gc2")
     assert await store.add(artifact("9" * 64)) is False
+
+
+async def test_find_names_the_oldest_artifact_of_one_content_name_session_and_run(backend: StoreBackend) -> None:
+    store = backend.artifacts("acme", "web")
+    session, run = "ses_0190f3c2a1b4e5f60718293a", "run_0190f3c2a1b4e5f60718293a"
+    first, second = artifact("1" * 64, session_id=session), artifact("1" * 64, session_id=session)
+    await store.add(first)
+    await store.add(second)
+    await store.add(artifact("1" * 64, session_id=session, run_id=run))
+    assert await store.find("1" * 64, "report.txt", session, None) == first
+    assert (await store.find("1" * 64, "report.txt", session, run)) not in (None, first, second)
+    assert await store.find("1" * 64, "other.txt", session, None) is None
+    assert await store.find("1" * 64, "report.txt", None, None) is None
+    assert await store.find("2" * 64, "report.txt", session, None) is None
+    assert await backend.artifacts("other", "web").find("1" * 64, "report.txt", session, None) is None
