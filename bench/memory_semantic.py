@@ -15,7 +15,7 @@ it there). One process (so its resident memory is the store's, the model's and t
   the baseline, ``semantic`` and ``hybrid`` are what the target is about, and the query's embedding
   alone is shown beside them (the model's real cost on a real query);
 - ``memory_remember`` p50 with the local embedder (embedding in the background) and with none, two
-  runtimes on the same store, interleaved round by round;
+  runtimes on two fresh stores taking turns write by write;
 - embedding throughput on one core (passages of the labelled set, batches of 16);
 - resident memory of the process after the queries, and the index's own size.
 
@@ -132,10 +132,7 @@ async def measure(server: str | None, n: int, rounds: int, per_round: int, write
     out["embed_per_s"] = await anyio.to_thread.run_sync(throughput, embedder)
     async with a_store(server) as (home, store):
         out["load_s"] = await load(home, store, n, embedder.model)
-        async with (
-            Runtime.open(home, store=store, workers=0, embedder="local") as rt,
-            Runtime.open(home, store=store, workers=0, embedder="none") as plain,  # the same space
-        ):
+        async with Runtime.open(home, store=store, workers=0, embedder="local") as rt:
             assert rt.semantic is not None
             await rt.semantic.settled()  # the start's pass over every item: nothing is pending
             started = time.perf_counter()
@@ -158,22 +155,33 @@ async def measure(server: str | None, n: int, rounds: int, per_round: int, write
             index = next(iter(rt.semantic._indexes.values()))
             out["index_mb"] = (index.matrix.nbytes + index.scales.nbytes + index.seqs.nbytes) / 2**20
             out["rss_mb"] = rss_mb()
-            writes_of: dict[str, list[float]] = {"none": [], "local": []}
-            rnd = random.Random(5)
-            for r in range(rounds * 2):
-                pair = [("local", rt), ("none", plain)]
-                for name, runtime in pair if r % 2 == 0 else pair[::-1]:
-                    for _ in range(writes):
-                        fact = f"the user prefers {rnd.choice(['tea', 'coffee', 'water'])} at {rnd.randint(0, 23)} h"
-                        began = time.perf_counter()
-                        await runtime.memory.remember(fact)
-                        writes_of[name].append(time.perf_counter() - began)
-            out["remember none p50"] = statistics.median(writes_of["none"]) * 1e6
-            out["remember local p50"] = statistics.median(writes_of["local"]) * 1e6
-            with anyio.fail_after(60):
-                await rt.semantic.settled()
+    out.update(await remember_p50s(server, rounds * 2 * writes))
     out["load"] = os.getloadavg()[0]
     return out
+
+
+async def remember_p50s(server: str | None, writes: int) -> dict[str, float]:
+    """``memory_remember``'s median with the local embedder and with none: two fresh stores (on one
+    SQLite file the two writers would wait on each other's locks), taking turns write by write."""
+    async with (
+        a_store(server) as (home_a, store_a),
+        a_store(server) as (home_b, store_b),
+        Runtime.open(home_a, store=store_a, workers=0, embedder="local") as local,
+        Runtime.open(home_b, store=store_b, workers=0, embedder="none") as plain,
+    ):
+        times: dict[str, list[float]] = {"none": [], "local": []}
+        rnd = random.Random(5)
+        pair = [("local", local), ("none", plain)]
+        for i in range(writes):  # one write each in turn: the disk's moods fall on both alike
+            for name, runtime in pair if i % 2 == 0 else pair[::-1]:
+                fact = f"the user prefers {rnd.choice(['tea', 'coffee', 'water'])} at {rnd.randint(0, 23)} h"
+                began = time.perf_counter()
+                await runtime.memory.remember(fact)
+                times[name].append(time.perf_counter() - began)
+        assert local.semantic is not None
+        with anyio.fail_after(120):
+            await local.semantic.settled()
+    return {f"remember {name} p50": statistics.median(samples) * 1e6 for name, samples in times.items()}
 
 
 def verdicts(r: dict[str, Any]) -> list[tuple[str, bool]]:
@@ -228,7 +236,7 @@ def main() -> int:
     parser.add_argument("--store", help="a PostgreSQL server URL without a database (default: SQLite)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--per-round", type=int, default=10, help="queries per round")
-    parser.add_argument("--writes", type=int, default=40, help="remembers per runtime per round")
+    parser.add_argument("--writes", type=int, default=60, help="remembers per runtime per round")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args()
     server = args.store.rstrip("/") if args.store else None
