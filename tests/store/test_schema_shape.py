@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from runtime.store.core.schema import Col
 from runtime.store.migration import Migration
 from runtime.store.postgres import migrations as pg_migrations
 from runtime.store.postgres.schema import ALL as PG_MIGRATIONS
@@ -59,3 +60,15 @@ async def test_a_fresh_postgres_store_has_the_schema_the_released_ddl_made(pg_da
         await conn.close()
     assert _diff(shape, BEFORE["postgres"]["shape"]) == []
     assert shape == BEFORE["postgres"]["shape"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("tenant txt", "type 'txt' is none of id, text, json"),
+        ("tenant text nullable", "'nullable' is not null, unique, key, default N or references"),
+    ],
+)
+def test_a_column_written_wrong_says_what_is_wrong(spec: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        Col.parse(spec)

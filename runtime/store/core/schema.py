@@ -1,25 +1,27 @@
 """The store's tables described once, and rendered as each backend's DDL.
 
 A schema change is a ``Table``, an ``Index``, an ``AddColumn`` or, where the dialects really differ (a
-data move only SQLite's history needs, PostgreSQL's keyword index), ``Raw`` SQL per dialect. A ``Step``
-is one named migration made of changes; each backend's list of steps (``runtime/store/core/tables``)
-is rendered to ``Migration``s by ``render``. Migration names are released history on each backend:
-the two lists may name the same change differently (PostgreSQL came later and folded SQLite's first
-steps together), but each change is written once.
+data move only SQLite's history needs), ``Raw`` SQL per dialect. A ``Step`` is one named migration made
+of changes; each backend's list of steps (``runtime/store/core/tables``) is rendered to ``Migration``s
+by ``render``. Migration names are released history on each backend: the two lists may name the same
+change differently (PostgreSQL came later and folded SQLite's first steps together), but each change
+is written once.
 
-Columns take neutral types, rendered per dialect:
+A table's columns are written one a line, ``name type [null] [unique] [key] [default N] [references
+table(column)]`` (``table()``; NOT NULL unless ``null``; the columns marked ``key`` make the primary
+key), with neutral types rendered per dialect:
 
-- ``ID``: identifiers and URIs, ``COLLATE "C"`` on PostgreSQL: prefix searches are ranges (``id >= lo
+- ``id``: identifiers and URIs, ``COLLATE "C"`` on PostgreSQL: prefix searches are ranges (``id >= lo
   AND id < hi``) that are only right, and only use the index, under byte order (a database created
   with a linguistic collation would sort them otherwise);
-- ``TEXT``, ``JSON`` (JSON text: jsonb would reorder its keys), ``INT``, ``FLAG`` (0/1), ``BIG``
-  (64-bit on PostgreSQL; SQLite's INTEGER is already), ``FLOAT`` (seconds since the epoch: REAL /
-  DOUBLE PRECISION), ``BYTES`` (BLOB / BYTEA);
-- ``SERIAL``: a row number the database assigns (SQLite's rowid, an identity on PostgreSQL), and
-  ``COUNTER``, one never reused (SQLite's AUTOINCREMENT).
+- ``text``, ``json`` (JSON text: jsonb would reorder its keys), ``int``, ``flag`` (0/1), ``big``
+  (64-bit on PostgreSQL; SQLite's INTEGER is already), ``float`` (seconds since the epoch: REAL /
+  DOUBLE PRECISION), ``bytes`` (BLOB / BYTEA);
+- ``serial``: a row number the database assigns, the table's key (SQLite's rowid, an identity on
+  PostgreSQL), and ``counter``, one never reused (SQLite's AUTOINCREMENT).
 
-``Table(..., without_rowid=True)`` is a clustered table on SQLite (rows stored in key order); PostgreSQL
-has no such choice and ignores it.
+``without_rowid=True`` makes a clustered table on SQLite (rows stored in key order); PostgreSQL has no
+such choice and ignores it.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ TYPES: dict[str, tuple[str, str]] = {
     "serial": ("INTEGER PRIMARY KEY", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
     "counter": ("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
 }
-ID, TEXT, JSON, INT, FLAG, BIG, FLOAT, BYTES, SERIAL, COUNTER = TYPES  # the names, in the order above
+SERIAL, COUNTER = "serial", "counter"  # declare their own key
 
 
 def _pg(d: Dialect) -> bool:
@@ -52,7 +54,7 @@ def _pg(d: Dialect) -> bool:
 
 @dataclass(frozen=True)
 class Col:
-    """A column: NOT NULL unless ``null``; ``ref`` a ``table(column)`` it references."""
+    """A column: NOT NULL unless ``null``; ``ref`` a ``table(column)`` it references; ``key``: in the primary key."""
 
     name: str
     type: str
@@ -60,10 +62,30 @@ class Col:
     default: int | None = None
     ref: str | None = None
     unique: bool = False
+    key: bool = False
 
-    def ddl(self, d: Dialect, key: bool = False) -> str:
+    @classmethod
+    def parse(cls, spec: str) -> Col:
+        """``name type [null] [unique] [key] [default N] [references table(column)]``."""
+        name, kind, *rest = spec.split()
+        if kind not in TYPES:
+            raise ValueError(f"column {spec.strip()!r}: type {kind!r} is none of {', '.join(TYPES)}")
+        flags = {"null": False, "unique": False, "key": False}
+        default, ref, words = None, None, iter(rest)
+        for word in words:
+            if word in flags:
+                flags[word] = True
+            elif word == "default":
+                default = int(next(words))
+            elif word == "references":
+                ref = next(words)
+            else:
+                raise ValueError(f"column {spec.strip()!r}: {word!r} is not null, unique, key, default N or references")
+        return cls(name, kind, default=default, ref=ref, **flags)
+
+    def ddl(self, d: Dialect, inline_key: bool = False) -> str:
         out = f"{self.name} {TYPES[self.type][_pg(d)]}"
-        if key:
+        if inline_key:
             out += " PRIMARY KEY"
         elif not self.null and self.type not in (SERIAL, COUNTER):
             out += " NOT NULL"
@@ -76,24 +98,28 @@ class Col:
 
 @dataclass(frozen=True)
 class Table:
-    """A table: its columns in order, its primary ``key`` (one column: declared on it), UNIQUE column sets."""
+    """A table: its columns in order (those marked ``key`` make its primary key), UNIQUE column sets."""
 
     name: str
     columns: Sequence[Col]
-    key: Sequence[str] = ()
     unique: Sequence[Sequence[str]] = ()
     without_rowid: bool = False
 
     def ddl(self, d: Dialect) -> str:
-        inline = self.key[0] if len(self.key) == 1 else None
-        lines = [c.ddl(d, key=c.name == inline) for c in self.columns]
-        if len(self.key) > 1:
-            lines.append(f"PRIMARY KEY ({', '.join(self.key)})")
+        key = [c.name for c in self.columns if c.key]
+        lines = [c.ddl(d, inline_key=len(key) == 1 and c.key) for c in self.columns]
+        if len(key) > 1:
+            lines.append(f"PRIMARY KEY ({', '.join(key)})")
         lines += [f"UNIQUE ({', '.join(cols)})" for cols in self.unique]
         body = ",\n    ".join(lines)
-        return (
-            f"CREATE TABLE {self.name} (\n    {body}\n){' WITHOUT ROWID' if self.without_rowid and not _pg(d) else ''}"
-        )
+        clustered = " WITHOUT ROWID" if self.without_rowid and not _pg(d) else ""
+        return f"CREATE TABLE {self.name} (\n    {body}\n){clustered}"
+
+
+def table(name: str, columns: str, *, unique: Sequence[Sequence[str]] = (), without_rowid: bool = False) -> Table:
+    """A ``Table`` from its columns written one a line, as ``Col.parse`` reads them."""
+    cols = [Col.parse(line) for line in columns.splitlines() if line.strip()]
+    return Table(name, cols, unique, without_rowid)
 
 
 @dataclass(frozen=True)
@@ -113,10 +139,11 @@ class Index:
         )
 
 
-@dataclass(frozen=True)
 class AddColumn:
-    table: str
-    column: Col
+    """A column added to ``table``, written as ``Col.parse`` reads it."""
+
+    def __init__(self, table: str, column: str) -> None:
+        self.table, self.column = table, Col.parse(column)
 
     def ddl(self, d: Dialect) -> str:
         return f"ALTER TABLE {self.table} ADD COLUMN {self.column.ddl(d)}"

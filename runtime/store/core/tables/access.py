@@ -4,38 +4,37 @@
 step durations: only ``step.completed`` rows enter it, so other events pay nothing for it.
 """
 
-from runtime.store.core.schema import BYTES, COUNTER, FLOAT, ID, INT, JSON, TEXT, AddColumn, Col, Index, Step, Table
+from runtime.store.core.schema import AddColumn, Index, Step, table
 
-TOKENS = Table(
+TOKENS = table(
     "access_tokens",
-    [
-        Col("id", ID),
-        Col("name", TEXT, null=True),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("grants", JSON),
-        Col("salt", BYTES),
-        Col("digest", BYTES),
-        Col("created_at", FLOAT),
-        Col("expires_at", FLOAT, null=True),
-        Col("revoked_at", FLOAT, null=True),
-    ],
-    key=["id"],
+    """
+    id           id     key
+    name         text   null
+    tenant       text
+    project      text
+    grants       json
+    salt         bytes
+    digest       bytes
+    created_at   float
+    expires_at   float  null
+    revoked_at   float  null
+    """,
 )
-AUDIT = Table(
+AUDIT = table(
     "audit_log",
-    [
-        Col("seq", COUNTER),
-        Col("at", FLOAT),
-        Col("actor", TEXT),
-        Col("method", TEXT, null=True),
-        Col("tenant", TEXT, null=True),
-        Col("project", TEXT, null=True),
-        Col("action", TEXT),
-        Col("targets", JSON),
-        Col("outcome", TEXT),
-        Col("reason", TEXT, null=True),
-    ],
+    """
+    seq       counter
+    at        float
+    actor     text
+    method    text   null
+    tenant    text   null
+    project   text   null
+    action    text
+    targets   json
+    outcome   text
+    reason    text   null
+    """,
 )
 STEP_COMPLETIONS = Index("step_completions", "run_events", "created_at", where="type = 'step.completed'")
 
@@ -43,9 +42,9 @@ STEP_COMPLETIONS = Index("step_completions", "run_events", "created_at", where="
 #: time, moved by each request on any server of the store (``runtime.access.rates``).
 RATES = Step(
     "0301_access_token_rates",
-    AddColumn("access_tokens", Col("rate", FLOAT, null=True)),
-    AddColumn("access_tokens", Col("burst", INT, null=True)),
-    AddColumn("access_tokens", Col("rate_tat", FLOAT, null=True)),
+    AddColumn("access_tokens", "rate float null"),
+    AddColumn("access_tokens", "burst int null"),
+    AddColumn("access_tokens", "rate_tat float null"),
 )
 
 MIGRATIONS = [Step("0300_access_tokens_audit", TOKENS, AUDIT, STEP_COMPLETIONS), RATES]

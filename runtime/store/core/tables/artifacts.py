@@ -6,28 +6,32 @@ filtered by either. ``artifact_deletions`` marks a content whose bytes a delete 
 it meanwhile checks its bytes after its row.
 """
 
-from runtime.store.core.schema import BIG, FLOAT, ID, TEXT, Col, Index, Step, Table
+from runtime.store.core.schema import Index, Step, table
 
-ARTIFACTS = Table(
+ARTIFACTS = table(
     "artifacts",
-    [
-        Col("id", ID),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("name", TEXT),
-        Col("size", BIG),
-        Col("sha256", TEXT),
-        Col("mime_type", TEXT),
-        Col("session_id", ID, null=True),
-        Col("run_id", ID, null=True),
-        Col("created_at", FLOAT),
-    ],
-    key=["id"],
+    """
+    id           id     key
+    tenant       text
+    project      text
+    name         text
+    size         big
+    sha256       text
+    mime_type    text
+    session_id   id     null
+    run_id       id     null
+    created_at   float
+    """,
 )
-DELETIONS = Table(
+DELETIONS = table(
     "artifact_deletions",
-    [Col("tenant", TEXT), Col("project", TEXT), Col("sha256", TEXT), Col("token", TEXT), Col("at", FLOAT)],
-    key=["tenant", "project", "sha256", "token"],
+    """
+    tenant    text   key
+    project   text   key
+    sha256    text   key
+    token     text   key
+    at        float
+    """,
 )
 
 MIGRATIONS = [

@@ -19,120 +19,100 @@ carries do. PostgreSQL keeps ``run_checkpoints`` (written in the commit's one st
 ``runtime.store.core.run_rows``).
 """
 
-from runtime.store.core.schema import (
-    BIG,
-    FLAG,
-    FLOAT,
-    ID,
-    INT,
-    JSON,
-    TEXT,
-    AddColumn,
-    Change,
-    Col,
-    Index,
-    Raw,
-    Step,
-    Table,
-)
+from runtime.store.core.schema import AddColumn, Change, Index, Raw, Step, table
 
-RUNS = Table(
+RUNS = table(
     "runs",
-    [
-        Col("id", ID),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("workflow", TEXT),
-        Col("plan_hash", TEXT),
-        Col("session_id", ID, null=True),
-        Col("output_session_id", ID, null=True),
-        Col("input", JSON),
-        Col("status", TEXT),
-        Col("state", JSON),
-        Col("step", TEXT, null=True),
-        Col("visit", INT, default=1),
-        Col("attempt", INT, default=1),
-        Col("error", TEXT, null=True),
-        Col("idempotency_key", TEXT, null=True),
-        Col("request_hash", TEXT),
-        Col("deadline", FLOAT, null=True),
-        Col("next_at", FLOAT),
-        Col("lease_owner", TEXT, null=True),
-        Col("lease_token", BIG, default=0),
-        Col("lease_expires", FLOAT, null=True),
-        Col("cancel_requested", FLAG, default=0),
-        Col("cancel_reason", TEXT, null=True),
-        Col("last_seq", INT, default=0),
-        Col("created_at", FLOAT),
-        Col("updated_at", FLOAT),
-    ],
-    key=["id"],
+    """
+    id                  id     key
+    tenant              text
+    project             text
+    workflow            text
+    plan_hash           text
+    session_id          id     null
+    output_session_id   id     null
+    input               json
+    status              text
+    state               json
+    step                text   null
+    visit               int    default 1
+    attempt             int    default 1
+    error               text   null
+    idempotency_key     text   null
+    request_hash        text
+    deadline            float  null
+    next_at             float
+    lease_owner         text   null
+    lease_token         big    default 0
+    lease_expires       float  null
+    cancel_requested    flag   default 0
+    cancel_reason       text   null
+    last_seq            int    default 0
+    created_at          float
+    updated_at          float
+    """,
 )
-RUN_EVENTS = Table(
+RUN_EVENTS = table(
     "run_events",
-    [
-        Col("run_id", ID, ref="runs(id)"),
-        Col("seq", INT),
-        Col("type", TEXT),
-        Col("data", JSON),
-        Col("created_at", FLOAT),
-    ],
-    key=["run_id", "seq"],
+    """
+    run_id       id     key references runs(id)
+    seq          int    key
+    type         text
+    data         json
+    created_at   float
+    """,
     without_rowid=True,
 )
-RUN_CHECKPOINTS = Table(
+RUN_CHECKPOINTS = table(
     "run_checkpoints",
-    [
-        Col("run_id", ID, ref="runs(id)"),
-        Col("seq", INT),
-        Col("state", JSON),
-        Col("next_step", TEXT, null=True),
-        Col("pending", JSON),
-        Col("created_at", FLOAT),
-    ],
-    key=["run_id", "seq"],
+    """
+    run_id       id     key references runs(id)
+    seq          int    key
+    state        json
+    next_step    text   null
+    pending      json
+    created_at   float
+    """,
     without_rowid=True,
 )
 #: Columns every record a step keeps of its visit starts with.
-VISIT = [
-    Col("id", ID),
-    Col("run_id", ID, ref="runs(id)"),
-    Col("tenant", TEXT),
-    Col("project", TEXT),
-    Col("step", TEXT),
-    Col("visit", INT),
-]
-RUN_INTERRUPTS = Table(
+VISIT = """
+    id             id     key
+    run_id         id     references runs(id)
+    tenant         text
+    project        text
+    step           text
+    visit          int
+"""
+RUN_INTERRUPTS = table(
     "run_interrupts",
-    [
-        *VISIT,
-        Col("ordinal", INT),
-        Col("kind", TEXT),
-        Col("prompt", TEXT),
-        Col("schema", JSON, null=True),
-        Col("status", TEXT),
-        Col("decision", JSON, null=True),
-        Col("expires_at", FLOAT, null=True),
-        Col("created_at", FLOAT),
-        Col("decided_at", FLOAT, null=True),
-    ],
-    key=["id"],
-    unique=[["run_id", "visit", "ordinal"]],
+    VISIT
+    + """
+    ordinal      int
+    kind         text
+    prompt       text
+    schema       json   null
+    status       text
+    decision     json   null
+    expires_at   float  null
+    created_at   float
+    decided_at   float  null
+    """,
+    unique=[("run_id", "visit", "ordinal")],
 )
-RUN_EFFECTS = Table(
+RUN_EFFECTS = table(
     "run_effects",
-    [
-        *VISIT,
-        Col("key", TEXT),
-        Col("effect_class", TEXT),
-        Col("status", TEXT),
-        Col("result", JSON, null=True),
-        Col("error", TEXT, null=True),
-        Col("created_at", FLOAT),
-        Col("updated_at", FLOAT),
-    ],
-    key=["id"],
-    unique=[["run_id", "visit", "key"]],
+    VISIT
+    + """
+    key            text
+    effect_class   text
+    status         text
+    result         json   null
+    error          text   null
+    created_at     float
+    updated_at     float
+    """,
+    unique=[("run_id", "visit", "key")],
 )
 CREATED: list[Change] = [
     RUNS,
@@ -147,27 +127,27 @@ CREATED: list[Change] = [
     RUN_EFFECTS,
     Index("run_effects_status", "run_effects", "tenant, project, status"),
 ]  # fmt: skip
-LOST_LEASES = AddColumn("runs", Col("lost_leases", INT, default=0))
+LOST_LEASES = AddColumn("runs", "lost_leases int default 0")
 CLAIMS = Step(
     "0110_durable_claims",
-    AddColumn("runs", Col("lease_host", TEXT, null=True)),
-    AddColumn("runs", Col("lease_pid", INT, null=True)),
-    AddColumn("runs", Col("lease_started", BIG, null=True)),
-    AddColumn("runs", Col("concurrency_key", TEXT, null=True)),
+    AddColumn("runs", "lease_host text null"),
+    AddColumn("runs", "lease_pid int null"),
+    AddColumn("runs", "lease_started big null"),
+    AddColumn("runs", "concurrency_key text null"),
 )
 RESULTS_AND_FORKS = Step(
     "0111_durable_results_and_forks",
-    AddColumn("runs", Col("result", JSON, null=True)),
-    AddColumn("runs", Col("forked_from", ID, null=True)),
-    AddColumn("runs", Col("forked_from_seq", INT, null=True)),
-    AddColumn("run_checkpoints", Col("session_id", ID, null=True)),
+    AddColumn("runs", "result json null"),
+    AddColumn("runs", "forked_from id null"),
+    AddColumn("runs", "forked_from_seq int null"),
+    AddColumn("run_checkpoints", "session_id id null"),
 )
 CHECKPOINTS_ON_EVENTS = Step(
     "0112_durable_checkpoints_on_events",
-    AddColumn("run_events", Col("cp_state", JSON, null=True)),
-    AddColumn("run_events", Col("cp_next_step", TEXT, null=True)),
-    AddColumn("run_events", Col("cp_pending", JSON, null=True)),
-    AddColumn("run_events", Col("cp_session_id", ID, null=True)),
+    AddColumn("run_events", "cp_state json null"),
+    AddColumn("run_events", "cp_next_step text null"),
+    AddColumn("run_events", "cp_pending json null"),
+    AddColumn("run_events", "cp_session_id id null"),
     Raw(
         sqlite="""
         UPDATE run_events SET cp_state = c.state, cp_next_step = c.next_step, cp_pending = c.pending,
@@ -177,7 +157,7 @@ CHECKPOINTS_ON_EVENTS = Step(
         """
     ),
 )
-TRACE_CONTEXT = Step("0113_durable_trace_context", AddColumn("runs", Col("trace_context", JSON, null=True)))
+TRACE_CONTEXT = Step("0113_durable_trace_context", AddColumn("runs", "trace_context json null"))
 
 SQLITE = [
     Step("0100_durable_runs", *CREATED),

@@ -12,63 +12,52 @@ int8 bytes and a scale, stamped (SQLite: a counter; PostgreSQL: the writer's tra
 readers page by.
 """
 
-from runtime.store.core.schema import (
-    BIG,
-    BYTES,
-    FLOAT,
-    ID,
-    JSON,
-    SERIAL,
-    TEXT,
-    AddColumn,
-    Change,
-    Col,
-    Index,
-    Step,
-    Table,
-)
+from runtime.store.core.schema import AddColumn, Change, Index, Step, table
 
-SPACES = Table(
+SPACES = table(
     "memory_spaces",
-    [Col("id", SERIAL), Col("tenant", TEXT), Col("project", TEXT)],
-    unique=[["tenant", "project"]],
+    """
+    id        serial
+    tenant    text
+    project   text
+    """,
+    unique=[("tenant", "project")],
 )
-ITEMS = Table(
+ITEMS = table(
     "memory_items",
-    [
-        Col("seq", SERIAL),
-        Col("id", ID, unique=True),
-        Col("space_id", BIG, ref="memory_spaces(id)"),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("scope", TEXT),
-        Col("uri", ID),
-        Col("content", TEXT),
-        Col("tags", JSON),
-        Col("source", TEXT, null=True),
-        Col("created_at", FLOAT),
-        Col("updated_at", FLOAT),
-    ],
-    unique=[["tenant", "project", "uri"]],
+    """
+    seq          serial
+    id           id     unique
+    space_id     big    references memory_spaces(id)
+    tenant       text
+    project      text
+    scope        text
+    uri          id
+    content      text
+    tags         json
+    source       text   null
+    created_at   float
+    updated_at   float
+    """,
+    unique=[("tenant", "project", "uri")],
 )
 SOURCE = Index("memory_items_source", "memory_items", "tenant, project, source")
 DIGEST: list[Change] = [
-    AddColumn("memory_items", Col("digest", TEXT, null=True)),
+    AddColumn("memory_items", "digest text null"),
     Index("memory_items_digest", "memory_items", "tenant, project, scope, digest"),
 ]
 SCOPE_ID = Index("memory_items_scope_id", "memory_items", "tenant, project, id")
-VECTORS = Table(
+VECTORS = table(
     "memory_vectors",
-    [
-        Col("seq", BIG),
-        Col("space_id", BIG),
-        Col("model", TEXT),
-        Col("digest", TEXT),
-        Col("scale", FLOAT),
-        Col("vec", BYTES),
-        Col("stamp", BIG),
-    ],
-    key=["seq"],
+    """
+    seq        big    key
+    space_id   big
+    model      text
+    digest     text
+    scale      float
+    vec        bytes
+    stamp      big
+    """,
 )
 VECTORS_SPACE = Index("memory_vectors_space", "memory_vectors", "space_id, model, stamp")
 #: SQLite's horizon is ``max(stamp)``; PostgreSQL's comes from its snapshot, and needs no index for it.

@@ -6,33 +6,36 @@ it (``runtime.store.core.schedules``). ``runs_priority`` serves claims, highest 
 with queued runs and read each one's head through ``runs_fair`` (``runtime.store.core.claims``).
 """
 
-from runtime.store.core.schema import BIG, FLAG, FLOAT, ID, INT, JSON, TEXT, AddColumn, Col, Index, Step, Table
+from runtime.store.core.schema import AddColumn, Index, Step, table
 
-SCHEDULES = Table(
+SCHEDULES = table(
     "schedules",
-    [
-        Col("id", ID),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("name", TEXT, null=True),
-        Col("workflow", TEXT),
-        Col("cron", TEXT),
-        Col("timezone", TEXT),
-        Col("catch_up", TEXT),
-        Col("input", JSON),
-        Col("message", TEXT, null=True),
-        Col("paused", FLAG, default=0),
-        Col("next_at", FLOAT),
-        Col("last_tick", FLOAT, null=True),
-        Col("created_at", FLOAT),
-        Col("updated_at", FLOAT),
-    ],
-    key=["id"],
+    """
+    id           id     key
+    tenant       text
+    project      text
+    name         text   null
+    workflow     text
+    cron         text
+    timezone     text
+    catch_up     text
+    input        json
+    message      text   null
+    paused       flag   default 0
+    next_at      float
+    last_tick    float  null
+    created_at   float
+    updated_at   float
+    """,
 )
-TICKS = Table(
+TICKS = table(
     "schedule_ticks",
-    [Col("schedule_id", ID), Col("tick", BIG), Col("run_id", ID, null=True), Col("created_at", FLOAT)],
-    key=["schedule_id", "tick"],
+    """
+    schedule_id   id     key
+    tick          big    key
+    run_id        id     null
+    created_at    float
+    """,
 )
 
 MIGRATIONS = [
@@ -42,8 +45,8 @@ MIGRATIONS = [
         Index("schedules_scope", "schedules", "tenant, project, id"),
         Index("schedules_due", "schedules", "paused, next_at"),
         TICKS,
-        AddColumn("runs", Col("schedule_id", ID, null=True)),
-        AddColumn("runs", Col("priority", INT, default=0)),
+        AddColumn("runs", "schedule_id id null"),
+        AddColumn("runs", "priority int default 0"),
         Index("runs_priority", "runs", "status, priority DESC, next_at"),
     ),
     Step("0501_runs_scope_status", Index("runs_scope_status", "runs", "tenant, project, status")),

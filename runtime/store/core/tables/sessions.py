@@ -22,58 +22,58 @@ before it) falls back to the whole session's ``chars``. ``trust`` is each chunk'
 read (``chunks_from``), so an upgrade rewrites no chunk.
 """
 
-from runtime.store.core.schema import FLAG, FLOAT, ID, INT, JSON, TEXT, AddColumn, Change, Col, Index, Raw, Step, Table
+from runtime.store.core.schema import AddColumn, Change, Index, Raw, Step, table
 
-SEGMENTS = Table(
+SEGMENTS = table(
     "segments",
-    [
-        Col("id", ID),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("parent_id", ID, null=True, ref="segments(id)"),
-        Col("parent_length", INT, default=0),
-        Col("tip", INT),
-    ],
-    key=["id"],
+    """
+    id              id     key
+    tenant          text
+    project         text
+    parent_id       id     null references segments(id)
+    parent_length   int    default 0
+    tip             int
+    """,
 )
-CHUNKS = Table(
+CHUNKS = table(
     "chunks",
-    [
-        Col("segment_id", ID, ref="segments(id)"),
-        Col("idx", INT),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("uid", TEXT),
-        Col("kind", TEXT),
-        Col("content", TEXT),
-        Col("tool_calls", JSON, null=True),
-        Col("tool_call_id", TEXT, null=True),
-        Col("name", TEXT, null=True),
-    ],
-    key=["segment_id", "idx"],
+    """
+    segment_id     id     key references segments(id)
+    idx            int    key
+    tenant         text
+    project        text
+    uid            text
+    kind           text
+    content        text
+    tool_calls     json   null
+    tool_call_id   text   null
+    name           text   null
+    """,
     without_rowid=True,
 )
-SESSIONS = Table(
+SESSIONS = table(
     "sessions",
-    [
-        Col("id", ID),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("op", TEXT),
-        Col("segment_id", ID, null=True, ref="segments(id)"),
-        Col("length", INT),
-        Col("placement", JSON),
-        Col("usage", JSON),
-        Col("metadata", JSON),
-        Col("created_at", FLOAT),
-        Col("stub", FLAG, default=0),
-    ],
-    key=["id"],
+    """
+    id           id     key
+    tenant       text
+    project      text
+    op           text
+    segment_id   id     null references segments(id)
+    length       int
+    placement    json
+    usage        json
+    metadata     json
+    created_at   float
+    stub         flag   default 0
+    """,
 )
-SESSION_PARENTS = Table(
+SESSION_PARENTS = table(
     "session_parents",
-    [Col("child_id", ID, ref="sessions(id)"), Col("ord", INT), Col("parent_id", ID)],
-    key=["child_id", "ord"],
+    """
+    child_id    id     key references sessions(id)
+    ord         int    key
+    parent_id   id
+    """,
     without_rowid=True,
 )
 CREATED: list[Change] = [
@@ -84,7 +84,7 @@ CREATED: list[Change] = [
     SESSION_PARENTS,
     Index("session_parents_parent", "session_parents", "parent_id"),
 ]
-OWN_USAGE = AddColumn("sessions", Col("own_usage", JSON, null=True))
+OWN_USAGE = AddColumn("sessions", "own_usage json null")
 FILL_OWN_USAGE = Raw(
     sqlite="""
     UPDATE sessions SET own_usage = usage WHERE stub = 0
@@ -103,10 +103,10 @@ FILL_OWN_USAGE = Raw(
         AND (SELECT count(*) FROM session_parents p WHERE p.child_id = sessions.id) = 1;
     """
 )
-CHARS = AddColumn("sessions", Col("chars", INT, null=True))
+CHARS = AddColumn("sessions", "chars int null")
 CHUNKS_UID = Index("chunks_uid", "chunks", "uid")
-WIDEST = AddColumn("sessions", Col("widest", INT, null=True))
-TRUST = Step("0006_chunk_trust", AddColumn("chunks", Col("trust", TEXT, null=True)))
+WIDEST = AddColumn("sessions", "widest int null")
+TRUST = Step("0006_chunk_trust", AddColumn("chunks", "trust text null"))
 
 SQLITE = [
     Step("0001_sessions", *CREATED),

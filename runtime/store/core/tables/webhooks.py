@@ -5,36 +5,35 @@ so a notification is never lost nor made for a change that rolled back. Its ``ne
 and, once a sender claimed it, that sender's lease: a sender that dies leaves it due again.
 """
 
-from runtime.store.core.schema import BIG, FLOAT, ID, INT, TEXT, AddColumn, Col, Index, Step, Table
+from runtime.store.core.schema import AddColumn, Index, Step, table
 
-DELIVERIES = Table(
+DELIVERIES = table(
     "webhook_deliveries",
-    [
-        Col("id", ID),
-        Col("run_id", ID),
-        Col("tenant", TEXT),
-        Col("project", TEXT),
-        Col("url", TEXT),
-        Col("event", TEXT),
-        Col("body", TEXT),
-        Col("status", TEXT),
-        Col("attempts", INT, default=0),
-        Col("next_at", FLOAT),
-        Col("expires_at", FLOAT),
-        Col("lease_owner", TEXT, null=True),
-        Col("lease_token", BIG, default=0),
-        Col("last_code", INT, null=True),
-        Col("last_error", TEXT, null=True),
-        Col("last_at", FLOAT, null=True),
-        Col("created_at", FLOAT),
-    ],
-    key=["id"],
+    """
+    id            id     key
+    run_id        id
+    tenant        text
+    project       text
+    url           text
+    event         text
+    body          text
+    status        text
+    attempts      int    default 0
+    next_at       float
+    expires_at    float
+    lease_owner   text   null
+    lease_token   big    default 0
+    last_code     int    null
+    last_error    text   null
+    last_at       float  null
+    created_at    float
+    """,
 )
 
 MIGRATIONS = [
     Step(
         "0600_webhook_deliveries",
-        AddColumn("runs", Col("notify_url", TEXT, null=True)),
+        AddColumn("runs", "notify_url text null"),
         DELIVERIES,
         Index("webhook_deliveries_due", "webhook_deliveries", "status, next_at"),
         Index("webhook_deliveries_run", "webhook_deliveries", "run_id, created_at"),
