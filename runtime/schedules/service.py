@@ -74,6 +74,7 @@ class ScheduleService:
         if message is not None and not isinstance(message, str):
             raise InvalidInputError(f"message must be text, got {type(message).__name__}")
         await self.runs.check_start(workflow, input=input)  # unknown workflow, input failing its schema
+        await self.runs.engine.notify_target(workflow, None)  # the workflow's notify_url, if it names one
         fields = {
             "id": new_id("sch"),
             "name": name,

@@ -105,6 +105,7 @@ class Ticker:
             step=plan.entry,
             input_json=dumps(payload),
             concurrency_key=plan.run_key(payload),
+            notify_url=plan.notify_url,  # the workflow's own (checked again each time it is sent)
         )
         session = None
         if row["message"] is not None:

@@ -156,3 +156,36 @@ async def test_a_workflow_class_names_its_url_and_a_start_may_name_another(tmp_p
                 notify_url = "ftp://x"
 
             compile_workflow(Wrong)
+
+
+async def test_a_scheduled_run_of_a_workflow_naming_a_url_notifies_it(tmp_path: Path, store_url: StoreURL) -> None:
+    with receiving() as receiver:
+
+        class Nightly(Workflow):
+            """Says good night."""
+
+            notify_url = receiver.url
+
+            @step(entry=True)
+            async def only(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+                return {"said": "good night"}
+
+        class Refused(Nightly):
+            """Names a URL this server may not notify."""
+
+            notify_url = "https://10.0.0.1/hook"
+
+        async with opened(tmp_path / "home", store_url) as rt:
+            rt.workflows.register(Nightly)
+            rt.workflows.register(Refused)
+            with pytest.raises(InvalidInputError, match=r"resolves to 10\.0\.0\.1"):
+                await rt.schedules.create("refused", "0 3 * * *")
+            made = await rt.schedules.create("nightly", "0 3 * * *")
+            rt.ticker.clock = Clock(made["next_at"])
+            await rt.ticker.fire_due()  # (or the runtime's own ticker, on the same clock, fires it first)
+            runs, _ = await rt.runs.list(limit=10)
+            (run_id,) = [r.id for r in runs if r.schedule_id == made["schedule_id"]]
+            await receiver.wait_for(1)
+            body = checked(receiver, 0)
+            assert body["type"] == "run.succeeded" and body["data"]["run_id"] == run_id
+            assert body["data"]["schedule_id"] == made["schedule_id"]
