@@ -71,6 +71,11 @@ def drop_sdk_tracing(server: MCPServer) -> None:
     server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
 
 
+def custom_routes(server: MCPServer) -> list[Any]:
+    """The routes added with ``server.custom_route``: its Streamable HTTP app serves them, our SSE app adds them."""
+    return list(server._custom_starlette_routes)
+
+
 def lowlevel(server: MCPServer) -> Any:
     """The low-level ``Server`` behind ``server`` (to run it over streams we wrap)."""
     return server._lowlevel_server

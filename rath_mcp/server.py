@@ -12,6 +12,7 @@ from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from rath_mcp import apps, audit, grants, logs, prompts, resources, sampling, sdk, subscriptions, tasks, tools, wire
+from rath_mcp.apps import downloads
 from rath_mcp.auth.remote import Remote, remote_for
 from rath_mcp.errors import concise_validation_errors
 from rath_mcp.principal import Principal
@@ -76,6 +77,7 @@ def build_server(
     resources.register_run_resources(server, rt)
     resources.register_memory_resources(server, rt)
     resources.register_artifact_resources(server, rt)
+    downloads.install(server, rt, local or Principal.local(rt.tenant, rt.project))  # /ui/artifacts/{id}
     prompts.register_prompts(server, rt)
     prompts.register_completions(server, rt)
     subscriptions.install(server, subscriptions.RunSubscriptions(rt, bus))

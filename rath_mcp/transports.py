@@ -96,6 +96,7 @@ def sse_app(server: MCPServer, host: str, *, max_frame: int = MAX_FRAME_BYTES) -
     routes = [
         Route(SSE_PATH, endpoint=_SSEConnection(server, sse), methods=["GET"]),
         Mount(MESSAGES_PATH, app=FrameGuard(sse.handle_post_message, limit=max_frame, answer="stream")),
+        *sdk.custom_routes(server),  # what the Streamable HTTP app serves beside /mcp (/ui/artifacts/…)
     ]
     return apps.add_routes(Starlette(routes=routes))
 

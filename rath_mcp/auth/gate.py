@@ -191,5 +191,6 @@ def _quoted(text: str) -> str:
 
 
 def _is_viewer_page(path: str) -> bool:
-    """``/ui`` and its pages (``/ui/runs/…``, ``/ui/sessions/…``): the run viewer's static HTML."""
-    return path == "/ui" or path.startswith("/ui/")
+    """``/ui`` and its pages (``/ui/runs/…``, ``/ui/sessions/…``): the run viewer's static HTML. Not
+    ``/ui/artifacts/…``: an artifact's bytes are data, checked like ``/mcp`` (``rath_mcp.apps.downloads``)."""
+    return (path == "/ui" or path.startswith("/ui/")) and not path.startswith("/ui/artifacts/")

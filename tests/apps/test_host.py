@@ -54,7 +54,7 @@ async def test_the_app_renders_a_run_in_a_host_and_its_approve_reaches_interrupt
     interrupt_id = run["pending_interrupts"][0]["interrupt_id"]  # type: ignore[index]
     assert {"name": "interrupt_resolve", "arguments": {"interrupt_id": interrupt_id, "action": "approve"}} in log
     asked = {entry.get("name") for entry in log}
-    assert asked <= {None, "run_get", "run_events", "session_lineage", "interrupt_resolve"}, asked
+    assert asked <= {None, "run_get", "run_events", "artifact_list", "session_lineage", "interrupt_resolve"}, asked
     assert (await call(mcp, "run_get", run_id=run["run_id"]))["status"] == "succeeded"  # in the store
     # The view itself fetched nothing: every request came from the host page, to its own origin.
     assert all(r.url.startswith(server.base) for r in requests), [r.url for r in requests]

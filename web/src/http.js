@@ -20,6 +20,24 @@ export function setToken(token) {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
+// A GET of this origin with the bearer token (a plain link cannot carry one): /ui/artifacts/{id}.
+export async function fetchWithToken(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const response = await fetch(path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  if (response.status === 401) throw new AuthRequired(`the server answered ${response.status}`);
+  if (!response.ok) {
+    const text = await response.text();
+    let said = text.slice(0, 200);
+    try {
+      said = JSON.parse(text).error_description || said;
+    } catch {
+      // not JSON: the text as it came
+    }
+    throw new Error(`HTTP ${response.status}: ${said}`);
+  }
+  return response;
+}
+
 export class HttpClient {
   constructor(endpoint) {
     this.endpoint = endpoint;

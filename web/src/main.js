@@ -6,8 +6,8 @@
 
 import { AppsBridge } from "./bridge.js";
 import { badge, duration, h, short, when } from "./dom.js";
-import { AuthRequired, HttpClient, setToken, takeTokenFromFragment } from "./http.js";
-import { effectCard, header, interruptCard, isSettled, lineageCard, runLink, timeline } from "./run.js";
+import { AuthRequired, HttpClient, fetchWithToken, setToken, takeTokenFromFragment } from "./http.js";
+import { artifactsCard, effectCard, header, interruptCard, isSettled, lineageCard, runLink, timeline } from "./run.js";
 
 const POLL_MS = 1200;
 const WAITING_POLL_MS = 4000;
@@ -158,13 +158,20 @@ class RunPage extends Poller {
     const run = this.run ? await call("run_get", { run_id: id }) : await firstLook(this, "run", () => call("run_get", { run_id: id }));
     if (!run) return false;
     this.run = run;
-    for (;;) {
+    for (let limit = 500; ;) {
       const after = this.events.length ? this.events[this.events.length - 1].seq : 0;
-      const got = await call("run_events", { run_id: id, after_seq: after, limit: 500 });
+      const got = await call("run_events", { run_id: id, after_seq: after, limit });
+      if (got.uri && !got.events.length) {
+        // a page over 256 KB comes as an artifact link instead: ask for fewer events at a time
+        if (limit === 1) break;
+        limit = Math.max(1, limit >> 2);
+        continue;
+      }
       this.events.push(...got.events);
-      if (got.events.length < 500) break;
+      if (got.events.length < limit) break;
     }
     const effects = this.run.status === "needs_review" ? (await call("effect_list", { status: "ambiguous" })).effects.filter((e) => e.run_id === id) : [];
+    this.artifacts = await call("artifact_list", { run_id: id, limit: 200 }).then((got) => got.artifacts, () => []); // no artifact.read: none shown
     const focus = this.run.output_session_id || this.run.session_id;
     const lineageKey = `${focus}|${this.run.status}`;
     if (focus && this.lineageKey !== lineageKey) {
@@ -190,6 +197,7 @@ class RunPage extends Poller {
         : null,
     );
     this.part("timeline", `${this.events.length}`, () => timeline(run, this.events));
+    this.part("artifacts", JSON.stringify(this.artifacts.map((a) => a.artifact_id)), () => artifactsCard(this.artifacts, embedded ? null : download));
     this.part("lineage", this.lineageKey || "", () => (this.lineage ? lineageCard(this.lineage, run, go) : null));
   }
   async act(button, tool, args) {
@@ -260,6 +268,24 @@ class RunsPage extends Poller {
         h("td", {}, runLink(r.run_id, go)), h("td", {}, r.workflow), h("td", {}, badge(r.status)),
         h("td", {}, r.step || "—"), h("td", {}, when(r.updated_at)), h("td", {}, duration(r.updated_at - r.created_at))))),
       runs.length ? null : h("p.muted", {}, "No runs match."));
+  }
+}
+
+// A download link's bytes come through fetch (which can send the token), then are saved under the
+// artifact's name from a blob: URL.
+async function download(event, artifact) {
+  event.preventDefault();
+  try {
+    const response = await fetchWithToken(event.currentTarget.getAttribute("href"));
+    const url = URL.createObjectURL(await response.blob());
+    const link = h("a", { href: url, download: artifact.name });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  } catch (e) {
+    if (e instanceof AuthRequired) return askToken(e.message);
+    notice(`${artifact.name}: ${e.message}`);
   }
 }
 

@@ -1,6 +1,6 @@
 // A run's page: header (workflow, status, step, timings, result, error, forked_from), what waits on a
 // human (interrupts: Approve / Edit / Reject / Respond; effects: Applied / Not applied), the timeline
-// of its events and checkpoints, and its session's lineage.
+// of its events and checkpoints, the artifacts it kept, and its session's lineage.
 
 import { badge, duration, h, json, short, when } from "./dom.js";
 import { lineageSvg } from "./graph.js";
@@ -141,4 +141,32 @@ export function lineageCard(lineage, run, go) {
     h("div.legend", {}, h("span.l-input", {}, "input"), h("span.l-output", {}, "output"), h("span.l-fork", {}, "fork"), h("span.l-merge", {}, "merge")),
     h("div.graph", {}, svg),
   );
+}
+
+// What the run kept (artifact_list run_id=…): name, type, size, and in a browser a download link
+// (/ui/artifacts/{id}, fetched with the token by `download`); inside a host's frame, the resource URI.
+export function artifactsCard(artifacts, download) {
+  if (!artifacts.length) return null;
+  const name = (a) =>
+    download
+      ? h("a.download", { href: `/ui/artifacts/${encodeURIComponent(a.artifact_id)}`, download: a.name, onclick: (e) => download(e, a) }, a.name)
+      : h("span", { title: a.uri }, a.name);
+  return h("section.card", { id: "artifacts" },
+    h("h2", {}, `Artifacts · ${artifacts.length}`),
+    h("table.list", {},
+      h("tr", {}, ["name", "type", "size", "created"].map((t) => h("th", {}, t))),
+      artifacts.map((a) => h("tr", { dataset: { artifact: a.artifact_id } },
+        h("td", {}, name(a)), h("td", {}, a.mime_type), h("td", {}, bytes(a.size)), h("td", {}, when(a.created_at))))));
+}
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB"];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
