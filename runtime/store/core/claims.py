@@ -71,6 +71,58 @@ _SERVED = (
 )
 _BY_SERVED = " LEFT JOIN served ON served.st = runs.tenant AND served.sp = runs.project"
 
+#: The scopes with queued runs (``scopes(t, p)``: tenant, project), walked through index ``runs_fair`` a
+#: scope at a time: each step seeks the next project of the tenant, else the first of the next tenant, so
+#: the walk costs a few index seeks per scope however many runs a scope has queued (sorting the whole
+#: queue in the fair order cost 0.64x of a scope's own claim with 1,000 runs queued). No join: a join
+#: with ``runs`` here is planned by PostgreSQL as a scan of the table. The last step yields NULLs.
+_QUEUED = "SELECT n.{col} FROM runs n WHERE n.status = 'queued' AND {where} ORDER BY n.{col} LIMIT 1"
+_NEXT_P = "(" + _QUEUED.format(col="project", where="n.tenant = s.t AND n.project > s.p") + ")"
+_NEXT_T = "(" + _QUEUED.format(col="tenant", where="n.tenant > s.t") + ")"
+_FIRST_P = "(" + _QUEUED.format(col="project", where=f"n.tenant = {_NEXT_T}") + ")"
+_SCOPES = (
+    "scopes(t, p) AS (SELECT tenant, project FROM (SELECT tenant, project FROM runs WHERE status = 'queued' "
+    f"ORDER BY tenant, project LIMIT 1) lowest UNION ALL SELECT CASE WHEN {_NEXT_P} IS NULL THEN {_NEXT_T} "
+    f"ELSE s.t END, COALESCE({_NEXT_P}, {_FIRST_P}) FROM scopes s WHERE s.t IS NOT NULL)"
+)
+
+#: A scope's running runs (its place in the fair order), counted through ``runs_fair``.
+_BUSY = "(SELECT COUNT(*) FROM runs b WHERE b.status = 'running' AND b.tenant = s.t AND b.project = s.p)"
+
+#: A scope's head: its first ready runs in ``ORDER`` (through ``runs_fair``), at most as many as are claimed.
+_HEAD = (
+    "SELECT id, priority, next_at FROM runs{indexed} WHERE status = 'queued' AND tenant = s.t AND "
+    "project = s.p AND next_at <= ? AND workflow{within} ORDER BY priority DESC, next_at, id LIMIT ?"
+)
+
+
+def _heads(d: Dialect, at: float, limit: int, workflows: Sequence[str]) -> tuple[str, list[Any]]:
+    """A query of ``(id, priority, next_at, fairness)`` of the head of every scope with ready runs, in the
+    fair order. The ``limit`` first of them are the ``limit`` first of all ready runs in that order, as a
+    scope gives at most ``limit`` of them. Where claimers run at once each head's rows are locked as they
+    are read, rows another claimer holds skipped (PostgreSQL: a LATERAL subquery); SQLite, without
+    LATERAL, reads a head as the ids ``IN`` a correlated subquery, each one a lookup of the primary key."""
+    within, names = d.in_list(workflows)
+    head = _HEAD.format(indexed=d.indexed_by("runs_fair"), within=within)
+    if d.skip_locked:
+        heads = f"JOIN LATERAL ({head}{d.skip_locked}) h ON TRUE"
+    else:
+        heads = f"JOIN runs h ON h.id IN (SELECT id FROM ({head}))"
+    sql = (
+        f"WITH RECURSIVE {_SCOPES} SELECT h.id, h.priority, h.next_at, {_BUSY} AS fairness "
+        f"FROM scopes s {heads} "
+        "ORDER BY fairness, h.priority DESC, h.next_at, h.id LIMIT ?"
+    )
+    return sql, [at, *names, limit, limit]
+
+
+def _own(d: Dialect, scope: Scope, at: float, workflows: Sequence[str]) -> tuple[str, list[Any]]:
+    """The ready runs of one scope (a scope's own claims, the plain order): a condition ``runs_fair`` serves,
+    tenant and project equal to values (``IN_SCOPE``'s ``COALESCE`` would leave SQLite sorting the queue)."""
+    within, names = d.in_list(workflows)
+    own = f"status = 'queued' AND tenant = ? AND project = ? AND next_at <= ? AND workflow{within}"
+    return own, [scope.tenant, scope.project, at, *names]
+
 
 def _ranked(
     d: Dialect, scope: Scope | None, at: float, limit: int, workflows: Sequence[str], limits: Limits
@@ -81,10 +133,11 @@ def _ranked(
     here = scope_args(scope)
     fair = scope is None
     if not any(w in limits for w in workflows):
-        if fair:
-            sql = f"WITH {_SERVED} SELECT id FROM runs{_BY_SERVED} WHERE {where} ORDER BY COALESCE(n, 0), {ORDER}"
-            return f"{sql} LIMIT ?", [at, *here, *names, limit]
-        return f"SELECT id FROM runs WHERE {where} ORDER BY {ORDER} LIMIT ?", [at, *here, *names, limit]
+        if scope is None:  # fair
+            sql, args = _heads(d, at, limit, workflows)
+            return f"SELECT id FROM ({sql}) fair", args
+        own, args = _own(d, scope, at, workflows)
+        return f"SELECT id FROM runs{d.indexed_by('runs_fair')} WHERE {own} ORDER BY {ORDER} LIMIT ?", [*args, limit]
     caps, args = _caps(d, workflows, limits)
     sql = (
         f"WITH {caps}, {_SERVED}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, priority, "
@@ -109,13 +162,13 @@ def _locked(
     picks += _BY_SERVED
     first = "fairness, " if fair else ""
     free = [w for w in workflows if w not in limits]
-    if free:
-        within, names = d.in_list(free)
-        picked += yield rows(
-            f"{picks} WHERE status = 'queued' AND next_at <= ? AND {IN_SCOPE} "
-            f"AND workflow{within} ORDER BY {first}{ORDER} LIMIT ?{d.skip_locked_runs}",
-            at, *scope_args(scope), *names, limit,
-        )  # fmt: skip
+    if free and fair:
+        sql, args = _heads(d, at, limit, free)
+        picked += yield rows(sql, *args)
+    elif free and scope is not None:
+        own, args = _own(d, scope, at, free)
+        plain = f"SELECT id, next_at, priority, 0 AS fairness FROM runs WHERE {own} ORDER BY {ORDER} LIMIT ?"
+        picked += yield rows(f"{plain}{d.skip_locked}", *args, limit)
     limited = sorted({w for w in workflows if w in limits})
     if limited:
         got = yield rows(  # one lock per workflow in the whole store, tried, never waited for

@@ -20,6 +20,7 @@ ALLOWED = (
     *("runtime.memory.store", "runtime.memory.model"),
     "runtime.access.store",  # the token, audit and ops store protocols (serve --auth)
     *("runtime.durable.store", "runtime.durable.models"),
+    "runtime.schedules.store",  # the ticks a schedule store fires (its runs announced like any run's)
 )
 # The backend assembles the stores for the runtime and is found by its URL.
 BACKEND = ("runtime.backend", "runtime.store.url")
