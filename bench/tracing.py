@@ -117,9 +117,10 @@ def table(samples: list[Sample]) -> str:
     return "\n".join(rows)
 
 
-async def steps_per_s(runs: int) -> float:
+async def steps_per_s(runs: int) -> tuple[float, float]:
     """In a child process: queue ``runs`` ten-step no-op runs, then drive them with this environment's
-    tracing (what ``serve``/``worker`` would make of it); committed steps per second."""
+    tracing (what ``serve``/``worker`` would make of it); committed steps per second, and the process's
+    CPU time per step meanwhile in microseconds (steadier than the wall clock on a busy machine)."""
     import time
 
     from bench.durable import STEPS, TenSteps
@@ -137,40 +138,46 @@ async def steps_per_s(runs: int) -> float:
             ids = [(await rt.runs.start(TenSteps.name)).id for _ in range(runs)]
         async with Runtime.open(home, workers=4, synchronous="FULL", tracing=tracing) as rt:
             rt.workflows.register(TenSteps)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for run_id in ids:  # woken by each run's last commit, in this process
                 if (await rt.runs.wait(run_id, 600)).status != "succeeded":
                     raise SystemExit(f"run {run_id} did not succeed")
-            elapsed = time.perf_counter() - start
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         tracing.shutdown()
-    return runs * STEPS / elapsed
+    return runs * STEPS / elapsed, cpu / (runs * STEPS) * 1e6
 
 
-def durable_rounds(tmp: Path, endpoint: str, runs: int, rounds: int) -> dict[str, list[float]]:
-    """``rounds`` rounds, each a child process per mode in turn; steps/s by mode."""
+def durable_rounds(tmp: Path, endpoint: str, runs: int, rounds: int) -> dict[str, list[tuple[float, float]]]:
+    """``rounds`` rounds, each a child process per mode in turn; (steps/s, CPU us/step) by mode."""
     envs = environments(tmp / "steps", endpoint)
-    found: dict[str, list[float]] = {mode: [] for mode in MODES}
+    found: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
     for _ in range(rounds):
         for mode in MODES:
             argv = [sys.executable, "-m", "bench.tracing", "--steps-child", mode, "--runs", str(runs)]
             done = subprocess.run(argv, env=envs[mode], capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise SystemExit(f"the {mode} steps child failed:\n{done.stderr[-2000:]}")
-            found[mode].append(float(done.stdout.strip().splitlines()[-1]))
+            rate, cpu = done.stdout.strip().splitlines()[-1].split()
+            found[mode].append((float(rate), float(cpu)))
     return found
 
 
-def steps_table(found: dict[str, list[float]]) -> tuple[str, list[str]]:
-    off = statistics.median(found["off"])
-    rows = ["| tracing | steps/s (median) | min | max | x off | target |", "|---|---:|---:|---:|---:|---|"]
+def steps_table(found: dict[str, list[tuple[float, float]]]) -> tuple[str, list[str]]:
+    off = statistics.median(rate for rate, _ in found["off"])
+    rows = [
+        "| tracing | steps/s (median) | min | max | CPU us/step | x off | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     missed = []
     for mode in MODES:
-        median, ratio = statistics.median(found[mode]), statistics.median(found[mode]) / off
+        rates = [rate for rate, _ in found[mode]]
+        median, cpu = statistics.median(rates), statistics.median(cpu for _, cpu in found[mode])
+        ratio = median / off
         verdict = "-" if mode == "off" else ("ok" if ratio >= TARGET else f"< {TARGET}x")
         if mode != "off" and ratio < TARGET:
             missed.append(mode)
-        low, high = min(found[mode]), max(found[mode])
-        rows.append(f"| {mode:<7} | {median:16.0f} | {low:5.0f} | {high:5.0f} | {ratio:5.2f} | {verdict} |")
+        spread = f"{min(rates):5.0f} | {max(rates):5.0f}"
+        rows.append(f"| {mode:<7} | {median:16.0f} | {spread} | {cpu:11.0f} | {ratio:5.2f} | {verdict} |")
     return "\n".join(rows), missed
 
 
@@ -204,6 +211,6 @@ if __name__ == "__main__":
     parser.add_argument("--steps-child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps_child:
-        print(anyio.run(steps_per_s, args.runs))
+        print(*anyio.run(steps_per_s, args.runs))
         sys.exit(0)
     sys.exit(anyio.run(main, args.calls, args.runs, args.rounds))
