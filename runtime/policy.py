@@ -9,8 +9,7 @@
         {"tool": "*", "action": "allow"}]}
 
 A rule names what it governs, ``tool`` (an agent's tool call) or ``effect`` (a step's
-``ctx.effect`` key; refused at load until steps consult the policy), each a shell-style pattern
-(``run_*``), and may narrow it by ``workflow``,
+``ctx.effect`` key), each a shell-style pattern (``run_*``), and may narrow it by ``workflow``,
 ``tenant``, ``project`` (patterns too) and by the trust of what the step's input holds:
 ``untrusted_input: true`` (some chunk is ``tool`` or ``external``), ``false`` (none is), or
 ``input_trust`` (some chunk carries one of the labels listed). The first rule that matches decides;
@@ -21,7 +20,9 @@ when none does, the call is allowed (a policy lists what it holds back). ``actio
 - ``require_approval``: the run waits on an approval interrupt that names the rule and shows the
   call; it runs once a human approves (``edit`` approves with the arguments given as its value).
 
-This module decides; ``runtime.flow.policy_gate`` enforces inside a step (interrupts, audit records).
+This module decides; ``runtime.flow.policy_gate`` enforces inside a step (interrupts, audit records):
+agents ask it before each tool call, ``LiveContext.effect`` before each effect but its own
+(``policy:`` audit records and ``decision:`` transcripts are not governed).
 A malformed policy is an ``InvalidInputError`` of one line naming the rule and the field, raised by
 ``Runtime.open`` before anything starts.
 """
@@ -48,6 +49,7 @@ UNTRUSTED = frozenset({"tool", "external"})
 CONFIG_FILE = "config.json"
 _PATTERNS = ("tool", "effect", "workflow", "tenant", "project")
 _FIELDS = {*_PATTERNS, "name", "action", "untrusted_input", "input_trust"}
+POLICY_KEY = "policy:"  # effect keys of the policy's own audit records: never governed themselves
 EXAMPLE = '[{"tool": "run_command", "input_trust": ["external"], "action": "require_approval"}]'
 
 
@@ -117,6 +119,14 @@ class Policy:
         """Whether any rule is about ``kind`` (a step need not look at its input's trust otherwise)."""
         return any((rule.tool if kind == "tool" else rule.effect) is not None for rule in self.rules)
 
+    def weighs_trust(self, kind: CallKind, name: str) -> bool:
+        """Whether a rule that may match ``name`` looks at the input's trust (worth reading the session)."""
+        return any(
+            (rule.untrusted_input is not None or rule.input_trust is not None)
+            and fnmatchcase(name, (rule.tool if kind == "tool" else rule.effect) or "\x00")
+            for rule in self.rules
+        )
+
     @classmethod
     def parse(cls, given: Any, origin: str) -> Policy:
         """From the JSON of ``policy``; anything malformed is one line naming the rule and the field."""
@@ -138,11 +148,6 @@ def _parse_rule(number: int, raw: Any, origin: str) -> Rule:
         raise InvalidInputError(f"{where}: action must be one of {list(ACTIONS)}, got {raw.get('action')!r}")
     if raw.get("tool") is None and raw.get("effect") is None:
         raise InvalidInputError(f'{where} must name a "tool" or an "effect" (a name or a pattern like "run_*")')
-    if raw.get("effect") is not None:  # refused rather than kept and silently not enforced
-        raise InvalidInputError(
-            f'{where}: "effect" rules are not enforced yet (steps\' ctx.effect does not consult the policy); '
-            'govern agents\' tool calls with "tool"'
-        )
     for field in (*_PATTERNS, "name"):
         value = raw.get(field)
         if value is not None and (not isinstance(value, str) or not value):

@@ -27,8 +27,10 @@ from runtime.durable.store import EffectRecord, EventSpec, NewInterrupt, RunStor
 from runtime.durable.traced import NO_SPAN, effect_span
 from runtime.durable.transcript import decision_chunks
 from runtime.errors import InterruptRaised, InvalidInputError, RunFailure
+from runtime.flow.policy_gate import effect_gate
 from runtime.flow.workflow import EffectClass, StepContext
 from runtime.ids import new_id, now
+from runtime.policy import POLICY_KEY
 from runtime.telemetry import Span
 
 T = TypeVar("T")
@@ -69,10 +71,13 @@ class LiveContext(StepContext):
         idempotency_key: str | None,
         output_session_id: str | None = None,
         before_write: Callable[[], Awaitable[None]] | None = None,
+        workflow: str | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
         self.runtime = engine.services
+        self.workflow = workflow  # the run's, for policy rules that name one
+        self._governed = engine.services.policy.policy.governs("effect")
         self.tracing = engine.tracing
         self.span: Span = NO_SPAN  # the step's span (the runner's): interrupts are events on it
         self._redact = engine.services.secrets.redactor.text  # what this step writes never holds a secret
@@ -175,6 +180,8 @@ class LiveContext(StepContext):
         self, key: str, fn: Callable[[], Any], effect_class: EffectClass | str = EffectClass.NON_IDEMPOTENT
     ) -> Any:
         cls = EffectClass(effect_class)
+        if self._governed and not key.startswith((POLICY_KEY, "decision:")):  # config.json's policy first
+            await effect_gate(self, key, self.workflow)
         with effect_span(self.tracing, key, cls.value) as span:
             replay, result, effect_id = await self.begin_effect(key, cls)
             span.set("rath.effect.id", effect_id)

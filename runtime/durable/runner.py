@@ -258,6 +258,7 @@ class Runner:
             idempotency_key=key,
             output_session_id=self.output_session_id,
             before_write=self.line.flush,
+            workflow=self.workflow,
         )
 
     async def _execute(self, spec: StepPlan, ctx: LiveContext) -> Outcome:

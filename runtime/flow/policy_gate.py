@@ -17,12 +17,15 @@ approval has not started, so the interrupt cannot leave a half-run command behin
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.flow.tools import FlowToolCall, ToolArgumentsError, ToolGate
 from runtime.flow.workflow import EffectClass, StepContext
-from runtime.policy import Call, PolicyDenied, Rule
+from runtime.policy import POLICY_KEY, Call, PolicyDenied, Rule
 from runtime.sessions.model import ToolCall
+
+if TYPE_CHECKING:
+    from runtime.durable.models import Decision
 
 _APPROVAL_SCHEMA = {
     "type": "object",
@@ -43,40 +46,64 @@ def tool_gate(ctx: StepContext, workflow: str) -> ToolGate | None:
         rule = governed.policy.decide(asked)
         if rule is None:
             return arguments
-        targets = (ctx.run_id, call.id)
-
-        async def audit(suffix: str, outcome: str, reason: str, actor: str = "policy") -> None:
-            async def write() -> None:
-                await governed.record(asked, rule, outcome, reason, targets, actor)
-
-            await ctx.effect(f"policy:{key}{suffix}", write, EffectClass.IDEMPOTENT)
-
-        if rule.action == "allow":
-            await audit("", "ok", "allowed")
+        decision = await _enforce(ctx, asked, rule, key, (ctx.run_id, call.id), workflow)
+        if decision is None or decision.action == "approve":
             return arguments
-        if rule.action == "deny":
-            await audit("", "refused", "denied")
-            raise PolicyDenied(f"{rule.label} does not let tool {tool.name} run here{_because(rule, asked)}")
-        await audit("", "ok", "approval asked")
-        prompt = approval_prompt(rule, asked, workflow)
-        decision = await ctx.interrupt("approval", prompt=prompt, schema=_APPROVAL_SCHEMA)
-        by = f"{decision.actor}" + (f" ({decision.reason})" if decision.reason else "")
-        if decision.action == "approve":
-            await audit(":decided", "ok", f"approved by {by}", decision.actor)
-            return arguments
-        if decision.action == "edit":
-            await audit(":decided", "ok", f"approved with edited arguments by {by}", decision.actor)
+        try:  # edit: approved with the arguments given as the value
             value = decision.value
-            try:
-                return tool.check_arguments(value if isinstance(value, str) else json.dumps(value))
-            except ToolArgumentsError as exc:
-                raise ToolArgumentsError(f"the arguments {decision.actor} approved: {exc}") from None
-        await audit(":decided", "refused", f"refused by {by}", decision.actor)
-        raise PolicyDenied(f"{rule.label}: {decision.actor} did not approve this call of {tool.name}" + (
-            f": {decision.reason or decision.value}" if decision.reason or decision.value else ""
-        ))  # fmt: skip
+            return tool.check_arguments(value if isinstance(value, str) else json.dumps(value))
+        except ToolArgumentsError as exc:
+            raise ToolArgumentsError(f"the arguments {decision.actor} approved: {exc}") from None
 
     return gate
+
+
+async def effect_gate(ctx: StepContext, key: str, workflow: str | None) -> None:
+    """The policy over a step's effect ``key`` (``LiveContext.effect`` asks before it runs or replays one):
+    returns to let it run, raises ``PolicyDenied`` (the step fails, unless it catches it), or parks the run.
+    The step's input is the run's session so far (its output session, else its input session)."""
+    governed = ctx.runtime.policy
+    trust: frozenset[str] = frozenset()
+    session_id = ctx.output_session_id or ctx.session_id
+    if session_id is not None and governed.policy.weighs_trust("effect", key):
+        trust = frozenset(chunk.trust for chunk in (await ctx.runtime.sessions.get(session_id)).chunks)
+    asked = governed.call("effect", key, workflow, trust)
+    rule = governed.policy.decide(asked)
+    if rule is not None:
+        await _enforce(ctx, asked, rule, key, (ctx.run_id,), workflow)
+
+
+async def _enforce(
+    ctx: StepContext, asked: Call, rule: Rule, key: str, targets: tuple[str, ...], workflow: str | None
+) -> Decision | None:
+    """Apply ``rule`` to ``asked``: None (allowed), the human's approving decision, or ``PolicyDenied``.
+    Each decision is audited once, through the step's effect ledger (keys ``policy:KEY``)."""
+    governed = ctx.runtime.policy
+    what = f"{asked.kind} {asked.name}"
+
+    async def audit(suffix: str, outcome: str, reason: str, actor: str = "policy") -> None:
+        async def write() -> None:
+            await governed.record(asked, rule, outcome, reason, targets, actor)
+
+        await ctx.effect(f"{POLICY_KEY}{key}{suffix}", write, EffectClass.IDEMPOTENT)
+
+    if rule.action == "allow":
+        await audit("", "ok", "allowed")
+        return None
+    if rule.action == "deny":
+        await audit("", "refused", "denied")
+        raise PolicyDenied(f"{rule.label} does not let {what} run here{_because(rule, asked)}")
+    await audit("", "ok", "approval asked")
+    prompt = approval_prompt(rule, asked, workflow)
+    decision = await ctx.interrupt("approval", prompt=prompt, schema=_APPROVAL_SCHEMA if asked.kind == "tool" else None)
+    by = f"{decision.actor}" + (f" ({decision.reason})" if decision.reason else "")
+    if decision.action == "approve" or (decision.action == "edit" and asked.kind == "tool"):
+        edited = " with edited arguments" if decision.action == "edit" else ""
+        await audit(":decided", "ok", f"approved{edited} by {by}", decision.actor)
+        return decision
+    await audit(":decided", "refused", f"refused by {by}", decision.actor)
+    why = decision.reason or decision.value
+    raise PolicyDenied(f"{rule.label}: {decision.actor} did not approve {what}" + (f": {why}" if why else ""))
 
 
 def _because(rule: Rule, call: Call) -> str:
@@ -87,11 +114,16 @@ def _because(rule: Rule, call: Call) -> str:
     return f" (the step's input holds {' and '.join(held)} content)"
 
 
-def approval_prompt(rule: Rule, call: Call, workflow: str) -> str:
+def approval_prompt(rule: Rule, call: Call, workflow: str | None) -> str:
     """The question a human answers: the rule, the call and its arguments, what each answer does."""
+    held = f"{rule.label} holds this call for approval{_because(rule, call)}.\n\n"
+    if call.kind == "effect":
+        return held + (
+            f"workflow {workflow}, effect {call.name} of the step.\n\n"
+            "approve: let it run; reject: do not (the step fails with your reason)."
+        )
     shown = json.dumps(dict(call.arguments or {}), indent=2, ensure_ascii=False)
-    return (
-        f"{rule.label} holds this call for approval{_because(rule, call)}.\n\n"
+    return held + (
         f"workflow {workflow}, tool {call.name}, arguments:\n{shown}\n\n"
         "approve: run it; edit: run it with the arguments given as the value; reject: do not run it "
         "(the agent is told)."

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from runtime import InvalidInputError, Runtime
+from runtime import EffectClass, InvalidInputError, Runtime, StepContext, Workflow, step
 from runtime.access.store import AuditRecord
 from runtime.durable.models import Run
 from runtime.policy import Call, Policy
@@ -152,6 +152,7 @@ def test_rules_match_in_order_on_every_field() -> None:
         [
             {"tool": "run_command", "workflow": "team", "action": "deny"},
             {"tool": "run_*", "tenant": "acme", "untrusted_input": True, "action": "require_approval"},
+            {"effect": "publish", "action": "deny"},
             {"tool": "*", "action": "allow"},
         ],
         "config.json",
@@ -163,8 +164,10 @@ def test_rules_match_in_order_on_every_field() -> None:
 
     assert decide("run_command", workflow="team") == 1
     assert decide("run_code", trust={"user", "tool"}) == 2
-    assert decide("run_code", trust={"user"}) == 3  # no untrusted input: rule 2 does not match
-    assert decide("run_code", tenant="other", trust={"tool"}) == 3
+    assert decide("run_code", trust={"user"}) == 4  # no untrusted input: rule 2 does not match
+    assert decide("run_code", tenant="other", trust={"tool"}) == 4
+    assert policy.decide(Call("effect", "publish", None, "local", "default", frozenset())) is policy.rules[2]
+    assert policy.decide(Call("effect", "run_command", None, "local", "default", frozenset())) is None
 
 
 @pytest.mark.parametrize(
@@ -173,7 +176,6 @@ def test_rules_match_in_order_on_every_field() -> None:
         ({"tool": "x"}, r'must be a list of rules, e.g. \[\{"tool": "run_command"'),
         ([{"tool": "x", "action": "maybe"}], "policy rule 1 in .*: action must be one of"),
         ([{"action": "deny"}], 'policy rule 1 in .* must name a "tool" or an "effect"'),
-        ([{"effect": "publish", "action": "deny"}], '"effect" rules are not enforced yet'),
         ([{"tool": "x", "action": "deny"}, {"tool": "x", "action": "deny", "when": 1}], r"rule 2 .*unknown field"),
         ([{"tool": "x", "action": "deny", "input_trust": ["web"]}], "input_trust must be a non-empty list of"),
         ([{"tool": "x", "action": "deny", "untrusted_input": "yes"}], "untrusted_input must be true or false"),
@@ -197,3 +199,59 @@ def test_serve_refuses_a_malformed_policy_in_one_line(tmp_path: Path) -> None:
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "policy rule 1 in" in lines[0] and "action must be one of" in lines[0], done.stderr
+
+
+class Publish(Workflow):
+    """One step whose effect ``publish`` writes a proof file (the side effect a policy holds back)."""
+
+    name = "publish"
+
+    @step(entry=True, effects=EffectClass.IDEMPOTENT)
+    async def go(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        proof = Path(ctx.input["proof"])
+        await ctx.effect("publish", lambda: proof.write_text("published"), EffectClass.IDEMPOTENT)
+        return {"published": True}
+
+
+async def start_publish(rt: Runtime, proof: Path, *, fetched: bool) -> Run:
+    chunks: list[dict[str, Any]] = [{"kind": "user", "content": "publish the summary"}]
+    if fetched:
+        chunks.append({"kind": "user", "content": "<p>a fetched page</p>", "trust": "external"})
+    session = await rt.sessions.create(chunks)
+    run = await rt.runs.start("publish", session_id=session.id, input={"proof": str(proof)})
+    return await rt.runs.wait(run.id, 30)
+
+
+async def test_effect_rules_deny_or_hold_a_steps_effect(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path,
+        [
+            {"effect": "publish", "workflow": "publish", "input_trust": ["external"], "action": "require_approval"},
+            {"effect": "publish", "tenant": "local", "action": "deny"},
+        ],
+    )
+    proof = tmp_path / "published.txt"
+    async with Runtime.open(home) as rt:
+        rt.workflows.register(Publish)
+        denied = await start_publish(rt, proof, fetched=False)
+        assert denied.status == "failed" and not proof.exists()
+        assert "policy rule 2 (deny) does not let effect publish run here" in (denied.error or "")
+
+        held = await start_publish(rt, proof, fetched=True)
+        assert held.status == "waiting" and not proof.exists()
+        [asked] = await rt.runs.interrupts(held.id)
+        assert "policy rule 1 (require_approval) holds this call" in asked.prompt and "effect publish" in asked.prompt
+        await rt.runs.resolve_interrupt(asked.id, "approve", actor="ops")
+        done = await rt.runs.wait(held.id, 30)
+        assert done.status == "succeeded", done.error
+        assert proof.read_text() == "published"
+
+        proof.unlink()
+        again = await start_publish(rt, proof, fetched=True)
+        [asked] = await rt.runs.interrupts(again.id)
+        await rt.runs.resolve_interrupt(asked.id, "reject", reason="not today", actor="ops")
+        refused = await rt.runs.wait(again.id, 30)
+        assert refused.status == "failed" and not proof.exists()
+        assert "ops did not approve effect publish: not today" in (refused.error or "")
+        records = [r for r in await rt.store.audit().recent(50) if r.action == "policy.effect"]
+        assert [r.outcome for r in records] == ["refused", "ok", "ok", "ok", "refused"]
