@@ -34,6 +34,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from runtime.errors import InvalidInputError
 from runtime.flow.tools import EffectKind, FlowToolCall, ToolExecutionError, ToolFn
 from runtime.providers.config import read_config
+from runtime.telemetry import Tracing
 
 PROTOCOL_VERSION = "2025-06-18"
 CLIENT_INFO = {"name": "rath-mcp", "version": "0.1.0"}
@@ -93,8 +94,11 @@ def _effect_class(annotations: Any) -> EffectKind:
 class MCPToolServer:
     """One long-lived stdio connection to an MCP server; ``tools()`` lists its tools as FlowToolCalls."""
 
-    def __init__(self, spec: MCPServerSpec) -> None:
+    def __init__(self, spec: MCPServerSpec, *, tracing: Tracing | None = None) -> None:
+        """``tracing``: each tool call carries the current span's W3C trace context in ``_meta`` (SEP-414),
+        so a server that traces (another rath-mcp: its request, a run it starts) joins our trace."""
         self.spec = spec
+        self._tracing = tracing or Tracing()
         self.calls = 0
         self.server_info: dict[str, Any] = {}
         self._stack: AsyncExitStack | None = None
@@ -259,7 +263,10 @@ class MCPToolServer:
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
         """Call ``tool`` over the open connection; an ``isError`` result raises ``ToolExecutionError``."""
         self.calls += 1
-        result = await self._request("tools/call", {"name": tool, "arguments": arguments}, self.spec.call_timeout_s)
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        if carrier := self._tracing.headers():  # the calling step's span (none when tracing is off)
+            params["_meta"] = carrier
+        result = await self._request("tools/call", params, self.spec.call_timeout_s)
         text = result_text(result)
         if result.get("isError"):
             raise ToolExecutionError(text or f"{tool} failed on MCP server {self.spec.name!r}")

@@ -107,7 +107,7 @@ async def workspace_tools(
     tools = sandbox_tools(sandbox, rt.secrets, keep_output)
     tools.append(save_artifact_tool(ctx, session, f"sandbox:{sandbox.backend}:{sandbox.workspace}"))
     for spec in mcp_server_specs(rt.home):
-        server = await stack.enter_async_context(MCPToolServer(spec))
+        server = await stack.enter_async_context(MCPToolServer(spec, tracing=rt.providers.tracing))
         tools += await server.tools()
     return tools
 
