@@ -23,6 +23,7 @@ are passed to the SDK clients and never appear in reprs, errors or logs.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import InvalidInputError
+from runtime.extras import MissingExtraError
 from runtime.providers.base import Provider, ProviderConfigError
 from runtime.providers.retry import RetryPolicy
 from runtime.providers.scripted import ScriptedProvider
@@ -225,6 +227,8 @@ def configuration_problem(home: Path, env: Mapping[str, str] | None = None) -> s
             ScriptedProvider(_script_path(home, settings))
         else:
             _client_settings(name, settings)
-    except (ProviderConfigError, InvalidInputError) as exc:
+        if name == "litellm" and importlib.util.find_spec("litellm") is None:  # found, not imported: seconds
+            raise MissingExtraError("litellm", "litellm")
+    except (ProviderConfigError, InvalidInputError, MissingExtraError) as exc:
         return " ".join(f"model provider misconfigured: {exc}".splitlines())
     return None

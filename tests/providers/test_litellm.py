@@ -127,3 +127,17 @@ def test_configuration_names_the_model_and_the_missing_extra(
     monkeypatch.setitem(sys.modules, "litellm", None)  # as if the extra were not installed
     with pytest.raises(MissingExtraError, match=r"pip install 'rath-mcp\[litellm\]'"):
         load_provider(None, tmp_path, env=env)
+
+
+def test_the_start_up_check_says_in_one_line_that_the_extra_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``serve`` prints at start-up: the package is looked for, not imported (that takes seconds)."""
+    (tmp_path / "config.json").write_text(
+        json.dumps({"provider": "litellm", "providers": {"litellm": {"model": "x/y"}}})
+    )
+    monkeypatch.setitem(sys.modules, "litellm", None)  # as if the extra were not installed
+    assert configuration_problem(tmp_path) == (
+        "model provider misconfigured: the litellm model provider (RATH_PROVIDER=litellm, models named provider/model) "
+        "needs the 'litellm' extra, which is not installed (no module 'litellm'): pip install 'rath-mcp[litellm]'"
+    )
