@@ -20,6 +20,7 @@ import logging
 import os
 import random
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -76,6 +77,7 @@ class Sender:
         jitter: Callable[[], float] = random.random,
         interval_s: float = 1.0,
         timeout_s: float = TIMEOUT_S,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -84,6 +86,7 @@ class Sender:
         self.jitter = jitter
         self.interval_s = interval_s
         self.timeout_s = timeout_s
+        self.verify = verify  # how receivers' certificates are checked (default: the system's CAs; tests give theirs)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('snd')}"
         self._woken = anyio.Event()
         self._pruned_at = 0.0
@@ -164,8 +167,9 @@ class Sender:
             "user-agent": "rath-mcp-webhooks",
         }
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-        limits = httpx.Limits(max_keepalive_connections=0)
-        async with httpx.AsyncClient(trust_env=False, follow_redirects=False, limits=limits) as client:
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        client = httpx.AsyncClient(trust_env=False, follow_redirects=False, limits=fresh, verify=self.verify)
+        async with client:
             request = client.build_request(
                 "POST", target.connect_url(), content=body, headers=sent, extensions=extensions,
                 timeout=self.timeout_s,

@@ -41,8 +41,10 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytes
 
 
 @asynccontextmanager
-async def opened(home: Path, url: StoreURL, *, own_sender: bool = True) -> AsyncIterator[Runtime]:
-    async with Runtime.open(home, store=url, workers=2, allow_webhook_hosts="127.0.0.1") as rt:
+async def opened(
+    home: Path, url: StoreURL, *, own_sender: bool = True, hosts: str = "127.0.0.1"
+) -> AsyncIterator[Runtime]:
+    async with Runtime.open(home, store=url, workers=2, allow_webhook_hosts=hosts) as rt:
         if not own_sender:
             assert rt.webhooks.sender is not None
             rt.webhooks.sender.clock = lambda: 0.0  # nothing is ever due on it: the test's sender sends

@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +50,10 @@ class Receiver:
 
 
 @contextmanager
-def receiving(codes: list[int] | None = None) -> Iterator[Receiver]:
+def receiving(
+    codes: list[int] | None = None, *, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1", name: str = ""
+) -> Iterator[Receiver]:
+    """A receiver on ``host`` (an address), over TLS with ``tls``; its URL names ``name`` (default: ``host``)."""
     receiver = Receiver(codes=list(codes or []))
 
     class Handler(BaseHTTPRequestHandler):
@@ -71,11 +76,15 @@ def receiving(codes: list[int] | None = None) -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server_class = _ServerV6 if ":" in host else ThreadingHTTPServer
+    server = server_class((host, 0), Handler)
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    shown = name or (f"[{host}]" if ":" in host else host)
+    receiver.url = f"{'https' if tls else 'http'}://{shown}:{server.server_address[1]}/hook"
     try:
         yield receiver
     finally:
@@ -83,6 +92,10 @@ def receiving(codes: list[int] | None = None) -> Iterator[Receiver]:
             receiver.hold.set()
         server.shutdown()
         server.server_close()
+
+
+class _ServerV6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 def key_of(secret: str) -> bytes:
