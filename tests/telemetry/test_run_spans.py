@@ -175,3 +175,22 @@ async def test_a_memory_recall_in_a_step_is_a_span_under_it_without_the_query(ho
     assert (recall.trace_id, recall.parent_span_id) == (look.trace_id, look.span_id)
     assert recall.attributes == {"rath.memory.mode": "keyword", "rath.memory.k": 3, "rath.memory.hits": 1}
     assert "swordfish" not in attributes_of(receiver)
+
+
+async def test_a_run_whose_worker_vanished_is_driven_again_with_a_lease_taken_over_event(
+    home: Path, receiver: Receiver
+) -> None:
+    async with Runtime.open(home, workers=0) as rt:
+        run = await rt.runs.start("echo", input={"message": "hi"})
+        (ghost,) = await rt.engine.queue.claim("a-worker-that-vanishes", 0.001, 1, ["echo"])  # never renewed
+        assert ghost.id == run.id
+    tracing = tracing_to(receiver)
+    try:
+        async with Runtime.open(home, tracing=tracing, workers=1) as rt:  # reaps the lapsed lease, drives the run
+            done = await rt.runs.wait(run.id, WAIT_S)
+            assert done.status == "succeeded", done
+    finally:
+        tracing.shutdown()
+    (drive,) = named(receiver, "run echo")
+    assert drive.events == ["lease.taken_over"]
+    assert drive.event_attributes == [{"rath.lost_leases": 1}]
