@@ -49,6 +49,9 @@ class Principal:
     grants: frozenset[str] = field(default_factory=frozenset)
     #: how the caller was authenticated: ``local`` (stdio / no auth), ``token`` or ``oauth``
     method: str = "local"
+    #: the token's rate limit, requests a second and at once (``token create --rate --burst``; None: none)
+    rate: float | None = None
+    burst: int | None = None
 
     def allows(self, grant: str) -> bool:
         """Whether this caller holds ``grant`` (``admin`` holds every grant)."""

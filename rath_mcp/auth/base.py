@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from rath_mcp.principal import GRANTS, Principal
+from runtime.access.rates import limit_of
 
 if TYPE_CHECKING:  # made by ``remote_for`` for --auth token only
     from runtime.access.tokens import TokenService
@@ -28,6 +29,7 @@ class Refusal:
     reason: str
     description: str
     actor: str | None = None  # the token id or subject, when the token named one
+    retry_after_s: float | None = None  # over a rate limit: when a call would be let in
 
 
 class Authenticator(Protocol):
@@ -36,6 +38,10 @@ class Authenticator(Protocol):
 
     async def authenticate(self, token: str | None, resource: str) -> Principal | Refusal:
         """The caller ``token`` stands for (``None``: no token presented), for the resource URL ``resource``."""
+        ...
+
+    async def take(self, principal: Principal) -> Refusal | None:
+        """Count one call of ``principal`` against its rate limit: a ``rate_limited`` refusal when over it."""
         ...
 
 
@@ -50,6 +56,9 @@ class LocalAuthenticator:
 
     async def authenticate(self, token: str | None, resource: str) -> Principal | Refusal:
         return self.principal
+
+    async def take(self, principal: Principal) -> Refusal | None:
+        return None
 
 
 class TokenAuthenticator:
@@ -70,4 +79,23 @@ class TokenAuthenticator:
             return Refusal(reason, _TOKEN_WORDS.get(reason, "the bearer token is not valid"), verdict.token_id)
         record = verdict.token
         grants = frozenset(g for g in record.grants if g in GRANTS)
-        return Principal(actor=record.id, tenant=record.tenant, project=record.project, grants=grants, method="token")
+        return Principal(
+            actor=record.id,
+            tenant=record.tenant,
+            project=record.project,
+            grants=grants,
+            method="token",
+            rate=record.rate,
+            burst=record.burst,
+        )
+
+    async def take(self, principal: Principal) -> Refusal | None:
+        """The store counts it, so the limit holds across every server of the store (``runtime.access.rates``)."""
+        limit = limit_of(principal.rate, principal.burst)
+        if limit is None:
+            return None
+        wait_s = await self.tokens.store.take(principal.actor, self.tokens.clock(), limit.interval_s, limit.tolerance_s)
+        if wait_s <= 0:
+            return None
+        words = f"token {principal.actor} is over its rate limit of {limit.describe()}: retry after {wait_s:.2f} s"
+        return Refusal("rate_limited", words, principal.actor, retry_after_s=wait_s)

@@ -35,6 +35,10 @@ def add_commands(sub: Any, home_arg: HomeArg) -> None:
     p.add_argument("--grants", required=True, metavar="G1,G2", help=f"comma-separated, of: {', '.join(GRANTS)}")
     p.add_argument("--name", help="a label for `token list`")
     p.add_argument("--ttl", metavar="DURATION", help="lifetime such as 30d, 12h, 15m (default: until revoked)")
+    p.add_argument(
+        "--rate", metavar="R/s", help="calls it may make, such as 5/s or 300/min, across every server of the store"
+    )
+    p.add_argument("--burst", type=whole(1), metavar="N", help="calls it may make at once (default: one second's)")
     home_arg(p)
     p = tokens.add_parser("list", help="every token, without secrets, as JSON lines")
     home_arg(p)
@@ -62,17 +66,22 @@ def _when(ts: float | None) -> str | None:
 
 
 async def token(args: argparse.Namespace) -> int:
+    from runtime.access.rates import check_burst, limit_of, parse_rate
     from runtime.access.tokens import TokenService, parse_ttl  # only the token commands use it
 
-    ttl = getattr(args, "ttl", None)
+    ttl, rate_text = getattr(args, "ttl", None), getattr(args, "rate", None)
     ttl_s = parse_ttl(ttl) if ttl is not None else None  # checked before the store opens
+    rate = parse_rate(rate_text) if rate_text is not None else None
+    burst = check_burst(getattr(args, "burst", None), rate)
     async with _store(args, create=args.action == "create") as backend:
         tokens = TokenService(backend.tokens(), GRANTS)
         if args.action == "create":
             record, secret = await tokens.create(
-                args.tenant, args.project, args.grants.split(","), name=args.name, ttl_s=ttl_s
+                args.tenant, args.project, args.grants.split(","), name=args.name, ttl_s=ttl_s, rate=rate, burst=burst
             )
             print(f"token {record.id} for {record.tenant}/{record.project}: {', '.join(record.grants)}")
+            if (limit := limit_of(record.rate, record.burst)) is not None:
+                print(f"rate limit {limit.describe()}, counted in the store across every server")
             print(f"expires {_when(record.expires_at)}" if record.expires_at else "expires: never (revoke to stop it)")
             note("the secret below is shown once and stored only as a hash: keep it now")
             print(secret, flush=True)

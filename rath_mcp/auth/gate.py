@@ -4,7 +4,9 @@ Without a token it answers only ``/health/live``, ``/health/ready`` and the RFC 
 ``/.well-known/oauth-protected-resource`` (and ``…/mcp``, ``…/sse``). Every other request needs a
 bearer token that the ``Authenticator`` accepts, else 401 with ``WWW-Authenticate: Bearer
 resource_metadata="…", scope="…"`` (the MCP authorization spec, RFC 6750 §3); ``/metrics`` also
-needs ``metrics.read``, else 403 ``insufficient_scope``. An accepted caller's ``Principal`` goes on
+needs ``metrics.read``, else 403 ``insufficient_scope``. A POST of a token with a rate limit
+(``token create --rate``) over it gets 429 with ``Retry-After`` and a JSON-RPC error naming the limit
+(``runtime.access.rates``: counted in the store, so across servers). An accepted caller's ``Principal`` goes on
 ``request.state`` (``STATE_KEY``), and ``scope["user"]`` is set as the SDK expects, so the SDK binds
 each MCP session to the principal that opened it.
 
@@ -16,6 +18,7 @@ the client's ``Host`` header, which a caller chooses) plus the transport's path.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
@@ -33,6 +36,8 @@ from runtime.backend import OpsStore
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 METRICS_GRANT = "metrics.read"
+#: The JSON-RPC error code of a call refused over its token's rate limit (the implementation-defined range).
+RATE_LIMITED = -32029
 #: The scope a 401 asks for on the MCP endpoint: every grant a tool may need (``admin`` left to ask for).
 MCP_SCOPE = " ".join(g for g in GRANTS if g not in ("admin", METRICS_GRANT))
 
@@ -124,6 +129,9 @@ class AuthGate:
                 return
             await (await self.metrics.exposition())(scope, receive, send)
             return
+        if verb == "POST" and (over := await self.auth.take(found)) is not None:  # a call (a message): counted
+            await self._too_many(scope, send, over, found)
+            return
         await self.app(self._with_principal(scope, found), receive, send)
 
     def metadata(self, scope: Scope) -> dict[str, object]:
@@ -170,6 +178,17 @@ class AuthGate:
         await self._send_json(
             send, status, {"error": error, "error_description": refusal.description}, [(b"www-authenticate", header)]
         )
+
+    async def _too_many(self, scope: Scope, send: Send, refusal: Refusal, who: Principal) -> None:
+        """429 with ``Retry-After`` (whole seconds, rounded up); the body is a JSON-RPC error naming the limit,
+        which an MCP client hands its caller as the call's error (it sets the id null: not read here)."""
+        self.metrics.refused(refusal.reason)
+        action = f"http {scope.get('method', '?')} {scope.get('path', '?')}"
+        await self.auditor.record(who.actor, action, "refused", principal=who, reason=refusal.reason, method=who.method)
+        wait_s = refusal.retry_after_s or 0.0
+        error = {"code": RATE_LIMITED, "message": refusal.description, "data": {"retry_after_s": round(wait_s, 3)}}
+        retry = str(max(1, math.ceil(wait_s)))
+        await self._send_json(send, 429, {"jsonrpc": "2.0", "id": None, "error": error}, [(b"retry-after", retry)])
 
     @staticmethod
     async def _send_json(send: Send, status: int, body: object, extra: Sequence[tuple[bytes, str]] = ()) -> None:

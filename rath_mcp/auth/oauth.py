@@ -165,6 +165,9 @@ class JWTAuthenticator:
             return Refusal("unknown_key", "the access token is signed by a key the issuer does not publish")
         return self._check(token, key.key, str(alg), self.audience or resource)
 
+    async def take(self, principal: Principal) -> Refusal | None:
+        return None  # rate limits are rath tokens' (``token create --rate``); an issuer's tokens carry none
+
     def _check(self, token: str, key: Any, alg: str, audience: str) -> Principal | Refusal:
         try:
             claims = jwt.decode(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-TOKEN_COLUMNS = "id, name, tenant, project, grants, salt, digest, created_at, expires_at, revoked_at"
+TOKEN_COLUMNS = "id, name, tenant, project, grants, salt, digest, created_at, expires_at, revoked_at, rate, burst"
 AUDIT_COLUMNS = "at, actor, method, tenant, project, action, targets, outcome, reason"
 
 
@@ -31,6 +31,10 @@ class TokenRecord:
     created_at: float
     expires_at: float | None = None
     revoked_at: float | None = None
+    rate: float | None = None
+    """Requests a second the token may make on average, across every server of the store (None: no limit)."""
+    burst: int | None = None
+    """Requests it may make at once, above ``rate`` (with a rate; ``runtime.access.rates``)."""
 
     @classmethod
     def from_row(cls, row: Any) -> TokenRecord:
@@ -46,13 +50,15 @@ class TokenRecord:
             created_at=row["created_at"],
             expires_at=row["expires_at"],
             revoked_at=row["revoked_at"],
+            rate=row["rate"],
+            burst=row["burst"],
         )
 
     def row(self) -> tuple[Any, ...]:
         """The values of ``TOKEN_COLUMNS``, in order, as both backends store them."""
         grants = json.dumps(list(self.grants))
         return (self.id, self.name, self.tenant, self.project, grants, self.salt, self.digest, self.created_at,
-                self.expires_at, self.revoked_at)  # fmt: skip
+                self.expires_at, self.revoked_at, self.rate, self.burst)  # fmt: skip
 
     def public(self) -> dict[str, Any]:
         """What ``token list`` shows: everything but the hash."""
@@ -65,6 +71,8 @@ class TokenRecord:
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "revoked_at": self.revoked_at,
+            "rate": self.rate,
+            "burst": self.burst,
         }
 
 
@@ -132,6 +140,11 @@ class TokenStore(Protocol):
 
     async def revoke(self, token_id: str, at: float) -> TokenRecord | None:
         """Mark the token revoked at ``at`` (kept as it was if already revoked); ``None`` if unknown."""
+
+    async def take(self, token_id: str, at: float, interval_s: float, tolerance_s: float) -> float:
+        """Count one request of the token at ``at`` against its limit, in the store, atomically (GCRA:
+        ``runtime.access.rates``): 0.0 when it is within it (counted), else the seconds until it would be
+        (not counted)."""
 
 
 class AuditStore(Protocol):

@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from runtime.access.rates import check_burst, limit_of
 from runtime.access.store import TokenRecord, TokenStore
 from runtime.errors import InvalidInputError, NotFoundError
 from runtime.ids import is_id, new_id, now
@@ -78,10 +79,20 @@ class TokenService:
         return chosen
 
     async def create(
-        self, tenant: str, project: str, grants: Iterable[str], *, name: str | None = None, ttl_s: float | None = None
+        self,
+        tenant: str,
+        project: str,
+        grants: Iterable[str],
+        *,
+        name: str | None = None,
+        ttl_s: float | None = None,
+        rate: float | None = None,
+        burst: int | None = None,
     ) -> tuple[TokenRecord, str]:
-        """A new token and its text (shown once: only its hash is kept)."""
+        """A new token and its text (shown once: only its hash is kept). ``rate``: requests a second it
+        may make across every server of the store (``burst`` at once; ``runtime.access.rates``)."""
         chosen = self._check(tenant, project, grants)
+        burst = check_burst(burst, rate)
         if name is not None and not 0 < len(name) <= 200:
             raise InvalidInputError("--name must be 1 to 200 characters")
         token_id, secret, salt = new_id("tok"), secrets.token_urlsafe(32), secrets.token_bytes(16)
@@ -96,6 +107,8 @@ class TokenService:
             digest=_digest(salt, secret),
             created_at=created,
             expires_at=None if ttl_s is None else created + ttl_s,
+            rate=rate,
+            burst=limit.burst if (limit := limit_of(rate, burst)) else None,
         )
         await self.store.add(record)
         return record, f"{PREFIX}.{token_id}.{secret}"
@@ -110,6 +123,14 @@ class TokenService:
         if revoked is None:
             raise NotFoundError(f"no token {token_id}: `rath-mcp token list` shows the ids")
         return revoked
+
+    async def take(self, record: TokenRecord) -> float:
+        """Count one request of ``record`` against its rate limit: 0.0 when within it (or it has none),
+        else the seconds until a request would be let in (this one is not counted)."""
+        limit = limit_of(record.rate, record.burst)
+        if limit is None:
+            return 0.0
+        return await self.store.take(record.id, self.clock(), limit.interval_s, limit.tolerance_s)
 
     async def verify(self, text: str) -> Verdict:
         """Check a presented token: one read of its row, a constant-time comparison, expiry, revocation."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from runtime.access.store import AUDIT_COLUMNS, TOKEN_COLUMNS, AuditRecord, TokenRecord
 from runtime.errors import StoreError
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Duplicate, Executor, Op, many, none, one, rows
+from runtime.store.core.statements import Duplicate, Executor, Op, many, none, one, rows, value
 
 _TOKEN_VALUES = ", ".join("?" * len(TOKEN_COLUMNS.split(",")))
 _AUDIT_VALUES = ", ".join("?" * len(AUDIT_COLUMNS.split(",")))
@@ -37,6 +37,21 @@ def list_tokens(d: Dialect) -> Op[list[TokenRecord]]:
 def revoke_token(d: Dialect, token_id: str, at: float) -> Op[TokenRecord | None]:
     yield none("UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", at, token_id)
     return (yield from get_token(d, token_id))
+
+
+def take_rate(d: Dialect, token_id: str, at: float, interval_s: float, tolerance_s: float) -> Op[float]:
+    """One request of a rate-limited token, counted in its row (``rate_tat``: the GCRA's theoretical arrival
+    time, ``runtime.access.rates``) by one conditional UPDATE, so servers on one store share the count and
+    two of them never both take the last place (PostgreSQL re-checks the WHERE on the row it locked)."""
+    took = yield one(
+        "UPDATE access_tokens SET rate_tat = CASE WHEN rate_tat IS NULL OR rate_tat < ? THEN ? ELSE rate_tat END + ? "
+        "WHERE id = ? AND (rate_tat IS NULL OR rate_tat - ? <= ?) RETURNING rate_tat",
+        at, at, interval_s, token_id, at, tolerance_s,
+    )  # fmt: skip
+    if took is not None:
+        return 0.0
+    tat = yield value("SELECT rate_tat FROM access_tokens WHERE id = ?", token_id)
+    return max(1e-3, (float(tat) if tat is not None else at) - tolerance_s - at)  # refused: never "0 s"
 
 
 def append_audit(d: Dialect, records: Sequence[AuditRecord]) -> Op[None]:
@@ -84,6 +99,9 @@ class CoreTokenStore:
 
     async def revoke(self, token_id: str, at: float) -> TokenRecord | None:
         return await self.ex.write(revoke_token, token_id, at)
+
+    async def take(self, token_id: str, at: float, interval_s: float, tolerance_s: float) -> float:
+        return await self.ex.write(take_rate, token_id, at, interval_s, tolerance_s, small=True)
 
 
 class CoreAuditStore:
