@@ -2,7 +2,8 @@
 
 Two firer processes (``tests/schedules/firer.py``: the runtime as ``serve`` opens it, its ticker on a
 clock the test sets) on PostgreSQL and on one SQLite home are told the same tick at once: each tick
-makes exactly one run. On PostgreSQL a tick's run is announced like a started one, so a worker in
+makes exactly one run. A firer SIGKILLed after one tick and a new one started after three more fire
+what each catch-up policy says (3, 1, 0). On PostgreSQL a tick's run is announced like a started one, so a worker in
 another process, polling only every 600 s, claims it as soon as it is made.
 """
 
@@ -105,3 +106,22 @@ async def test_a_ticks_run_wakes_a_worker_process_at_once_on_postgresql(tmp_path
             run = await rt.runs.wait(run_id, WAIT_S / 2)  # heard on the store's notifications, or its poll
             assert run.status == "succeeded", (run.status, worker.lines)
             assert await scheduled_runs(rt, made["schedule_id"]) == [run_id]  # the worker fired nothing
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("all", 3), ("latest", 1), ("none", 0)])
+async def test_a_firer_killed_and_restarted_across_three_ticks_catches_up_by_its_policy(
+    tmp_path: Path, store_url: StoreURL, policy: str, expected: int
+) -> None:
+    home = tmp_path / "home"
+    async with opened(home, store_url, Clock(T0)) as rt:
+        made = await rt.schedules.create("echo", "0 * * * *", catch_up=policy)
+    async with firer(home, store_url) as first:
+        await first.fire(T0 + HOUR)  # one tick fired (here, or by its own loop first)
+        first.process.kill()  # SIGKILL: nothing closed cleanly
+        await first.process.wait()
+    async with firer(home, store_url) as second:  # back ten minutes after the fourth tick
+        await second.fire(T0 + 4 * HOUR + 600)
+    async with opened(home, store_url, Clock(T0 + 4 * HOUR + 600)) as rt:
+        assert len(await scheduled_runs(rt, made["schedule_id"])) == 1 + expected
+        (listed,) = await rt.schedules.list()
+        assert listed["next_at"] == T0 - 30 + 5 * HOUR
