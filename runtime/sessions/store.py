@@ -2,7 +2,7 @@
 
 The store knows rows and segments; the semantics of fork, merge and lineage live in
 ``runtime.sessions.service`` so that every store implementation shares them. Implementations:
-``runtime.store.sqlite.sessions`` (the embedded default), ``runtime.store.postgres.sessions`` and
+``runtime.store.core.sessions`` (on SQLite, the embedded default, and PostgreSQL) and
 ``runtime.sessions.in_memory`` (the in-memory fake). Each method is one whole unit of work (one
 transaction): a write is all or nothing, a read is one consistent snapshot.
 """

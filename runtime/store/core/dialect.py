@@ -2,8 +2,8 @@
 
 Each backend makes one ``Dialect`` (``runtime/store/sqlite/executor.py``,
 ``runtime/store/postgres/executor.py``); an operation takes it as its first argument. Add a field
-here (with both backends' values) when an operation needs a fragment the dialects spell differently:
-that is the one line a new operation costs beyond its own function.
+here (SQLite's value as its default, PostgreSQL's in ``POSTGRES``) when an operation needs a fragment
+the dialects spell differently: that is the one line a new operation costs beyond its own function.
 """
 
 from __future__ import annotations
@@ -16,19 +16,22 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
+    """The fragments, each with SQLite's value as its default (``SQLITE`` is ``Dialect("sqlite")``):
+    PostgreSQL's are in ``POSTGRES`` below."""
+
     name: str
     #: appended to a SELECT that claims rows another worker must skip ("" where writers are serialized)
-    skip_locked: str
+    skip_locked: str = ""
     #: ``skip_locked`` for a SELECT from ``runs`` joined with rows that are not to be locked
-    skip_locked_runs: str
+    skip_locked_runs: str = ""
     #: appended to a SELECT whose rows the transaction goes on to change ("" where writers are serialized)
-    for_update: str
+    for_update: str = ""
     #: an INSERT that does nothing when its key exists:
     #: ``{insert_ignore} INTO t (...) VALUES (...){on_conflict_ignore}``
-    insert_ignore: str
-    on_conflict_ignore: str
+    insert_ignore: str = "INSERT OR IGNORE"
+    on_conflict_ignore: str = ""
     #: whether ``INDEXED BY name`` may pin a query's index (SQLite's planner misjudges a few of them)
-    index_hints: bool
+    index_hints: bool = True
     #: a statement taking a lock on a (text, bigint) key until the transaction ends, so two writers of
     #: one key queue ("" where writers are serialized anyway)
     xact_lock: str = ""
@@ -36,7 +39,7 @@ class Dialect:
     arrays: bool = False
     #: whether a small point read runs in place on the event loop (``Executor.lookup``; SQLite): worth a
     #: cheap size check first. Elsewhere a lookup is a read like any other, so no check is made.
-    point_reads: bool = False
+    point_reads: bool = True
     #: the stamp of a vector written now, and (a SELECT) the horizon a reader asks from next time:
     #: every vector it has not seen is stamped at or after it (``runtime.store.core.vectors``)
     stamp_next: str = "(SELECT coalesce(max(stamp), 0) + 1 FROM memory_vectors)"
@@ -69,16 +72,7 @@ class Dialect:
         return list(value) if self.arrays else json.loads(value)
 
 
-SQLITE = Dialect(
-    name="sqlite",
-    skip_locked="",
-    skip_locked_runs="",
-    for_update="",
-    insert_ignore="INSERT OR IGNORE",
-    on_conflict_ignore="",
-    index_hints=True,
-    point_reads=True,
-)
+SQLITE = Dialect("sqlite")
 
 POSTGRES = Dialect(
     name="postgresql",
@@ -88,6 +82,7 @@ POSTGRES = Dialect(
     insert_ignore="INSERT",
     on_conflict_ignore=" ON CONFLICT DO NOTHING",
     index_hints=False,
+    point_reads=False,
     xact_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, ?))",
     arrays=True,
     stamp_next="pg_current_xact_id()::text::bigint",

@@ -24,7 +24,6 @@ from runtime.store.postgres.executor import PostgresExecutor, drive
 from runtime.store.postgres.notify import notify
 from runtime.store.postgres.runs import CHANNEL, PostgresRunQueue, PostgresRunStore
 from runtime.store.postgres.schema import ALL
-from runtime.store.postgres.sessions import PostgresSessionStore
 from runtime.store.url import StoreURL
 
 if TYPE_CHECKING:
@@ -49,27 +48,14 @@ class PostgresScheduleStore(CoreScheduleStore):
         return await self.db.write(write)
 
 
-class PostgresBackend(CoreBackend):
+class PostgresBackend(CoreBackend[PostgresDatabase]):
     """An open PostgreSQL database and the stores of any tenant/project on it."""
 
     def __init__(self, url: StoreURL, db: PostgresDatabase) -> None:
-        super().__init__(url, PostgresExecutor(db), recall)  # core stores run on the executor
-        self.db = db
-
-    def sessions(self, tenant: str, project: str) -> PostgresSessionStore:
-        return PostgresSessionStore(self.db, tenant, project)
-
-    def runs(self, tenant: str, project: str) -> PostgresRunStore:
-        return PostgresRunStore(self.db, tenant, project)
-
-    def queue(self) -> PostgresRunQueue:
-        return PostgresRunQueue(self.db)
+        super().__init__(url, db, PostgresExecutor(db), recall, PostgresRunStore, PostgresRunQueue)
 
     def schedules(self) -> PostgresScheduleStore:
         return PostgresScheduleStore(self.db)
-
-    async def close(self) -> None:
-        await self.db.close()
 
 
 async def open(url: StoreURL, *, synchronous: str = "FULL", max_size: int = 8) -> PostgresBackend:

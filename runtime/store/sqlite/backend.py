@@ -17,31 +17,17 @@ from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.executor import SQLiteExecutor
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from runtime.store.sqlite.runs import SQLiteRunQueue, SQLiteRunStore
-from runtime.store.sqlite.sessions import SQLiteSessionStore
 from runtime.store.url import StoreURL
 
 if TYPE_CHECKING:
     from runtime.backend import StoreBackend
 
 
-class SQLiteBackend(CoreBackend):
+class SQLiteBackend(CoreBackend[SQLiteDatabase]):
     """An open SQLite database and the stores of any tenant/project on it."""
 
     def __init__(self, url: StoreURL, db: SQLiteDatabase) -> None:
-        super().__init__(url, SQLiteExecutor(db), recall)  # core stores run on the executor
-        self.db = db
-
-    def sessions(self, tenant: str, project: str) -> SQLiteSessionStore:
-        return SQLiteSessionStore(self.db, tenant, project)
-
-    def runs(self, tenant: str, project: str) -> SQLiteRunStore:
-        return SQLiteRunStore(self.db, tenant, project)
-
-    def queue(self) -> SQLiteRunQueue:
-        return SQLiteRunQueue(self.db)
-
-    async def close(self) -> None:
-        await self.db.close()
+        super().__init__(url, db, SQLiteExecutor(db), recall, SQLiteRunStore, SQLiteRunQueue)
 
 
 def sqlite_database(backend: object) -> SQLiteDatabase:

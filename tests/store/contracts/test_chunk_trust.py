@@ -17,8 +17,9 @@ import pytest
 
 from runtime.sessions import InMemoryHome, InMemorySessionStore, SessionService, jsonl
 from runtime.sessions.model import Chunk
+from runtime.store.core.sessions import CoreSessionStore
+from runtime.store.postgres.executor import PostgresExecutor
 from runtime.store.postgres.schema import SESSIONS
-from runtime.store.postgres.sessions import PostgresSessionStore
 from tests.store.contracts.conftest import BACKENDS, open_postgres, open_test_backend, postgres_dsn
 
 pytestmark = pytest.mark.anyio
@@ -50,7 +51,7 @@ async def sessions(kind: str, dsn: str | None, tmp_path: Path) -> AsyncIterator[
         return
     if dsn is not None:
         async with open_postgres(dsn, SESSIONS) as db:
-            yield SessionService(PostgresSessionStore(db, "local", "default"))
+            yield SessionService(CoreSessionStore(PostgresExecutor(db), "local", "default"))
         return
     async with open_test_backend(kind, tmp_path) as backend:
         yield SessionService(backend.sessions("local", "default"))

@@ -22,8 +22,9 @@ from runtime.errors import ConflictError, NotFoundError
 from runtime.sessions import InMemoryHome, InMemorySessionStore, SessionService
 from runtime.sessions.model import Chunk, LineageNode, Placement, SessionInfo, Usage
 from runtime.sessions.store import NewSession, SessionStore, StoredChunk
+from runtime.store.core.sessions import CoreSessionStore
+from runtime.store.postgres.executor import PostgresExecutor
 from runtime.store.postgres.schema import SESSIONS
-from runtime.store.postgres.sessions import PostgresSessionStore
 from tests.store.contracts.conftest import BACKENDS, open_postgres, open_test_backend, postgres_dsn
 
 pytestmark = pytest.mark.anyio
@@ -48,7 +49,7 @@ async def stores(kind: str, dsn: str | None, tmp_path: Path) -> AsyncIterator[St
         return
     if dsn is not None:
         async with open_postgres(dsn, SESSIONS) as db:
-            yield lambda project: PostgresSessionStore(db, "local", project)
+            yield lambda project: CoreSessionStore(PostgresExecutor(db), "local", project)
         return
     async with open_test_backend(kind, tmp_path) as backend:
         yield lambda project: backend.sessions("local", project)
