@@ -44,6 +44,9 @@ from tests.transports._servers import http_server
 TARGET_RATIO = 2.0
 SETTLE_MAX_S = 60.0
 TOOLS = ("session_create", "session_append", "memory_remember", "memory_recall", "session_import")
+#: Where a request's own digits go in its pre-encoded body: an import's session id and its chunks'
+#: uids, a query's first word.
+SLOT = b"@" * 16
 
 
 def words(count: int, width: int) -> str:
@@ -55,7 +58,7 @@ def maximal_requests() -> list[tuple[str, dict[str, Any]]]:
     """The loader's cycle of requests, each as large as its tool takes (``session_id`` filled in and
     ``session_import``'s export made when the loader starts)."""
     text = words(TEXT_CHARS // 8, 7)[:TEXT_CHARS]
-    query = words(QUERY_CHARS // 8, 7)[:QUERY_CHARS]
+    query = (SLOT.decode() + " " + words(QUERY_CHARS // 8, 7))[:QUERY_CHARS]  # a query of its own each time
     return [
         ("session_create", {"message": text}),
         ("session_append", {"content": text}),
@@ -63,10 +66,6 @@ def maximal_requests() -> list[tuple[str, dict[str, Any]]]:
         ("memory_recall", {"query": query, "k": 100}),
         ("session_import", {}),
     ]
-
-
-#: Where each import's own digits go in a pre-encoded import: its session id and its chunks' uids.
-SLOT = b"@" * 16
 
 
 class RawClient:
@@ -156,8 +155,9 @@ async def load(url: str, only: list[str]) -> None:
                 print("going", flush=True)
                 while not stop.is_set():
                     tool, params = requests[sent % len(requests)]
-                    if tool == "session_import":  # a session of its own each time: new id and uids
-                        params = params.replace(SLOT, b"%016x" % sent)
+                    # An import of a session of its own each time (new id and uids), a query never asked
+                    # before (a server may keep the vectors of the queries it has embedded).
+                    params = params.replace(SLOT, b"%016x" % sent)
                     await client.call(tool, params)
                     sent += 1
             print(f"stopped {sent}", flush=True)
