@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime import Runtime
 from runtime.extras import MissingExtraError
 from runtime.providers import ModelRequest, ProviderConfigError, RetryPolicy, ToolSpec, load_provider
 from runtime.providers.config import configuration_problem
@@ -141,3 +142,20 @@ def test_the_start_up_check_says_in_one_line_that_the_extra_is_missing(
         "model provider misconfigured: the litellm model provider (RATH_PROVIDER=litellm, models named provider/model) "
         "needs the 'litellm' extra, which is not installed (no module 'litellm'): pip install 'rath-mcp[litellm]'"
     )
+
+
+async def test_the_agent_workflow_runs_on_litellm_and_streams_its_text(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
+    """Chosen in config.json like any provider: a run's answer streams as step.text events."""
+    model_server.add(Reply("Bonjour from the model."))
+    settings = {"model": "openai/gpt-test", "base_url": model_server.url + "/v1", "api_key": SECRET}
+    (tmp_path / "config.json").write_text(json.dumps({"provider": "litellm", "providers": {"litellm": settings}}))
+    async with Runtime.open(tmp_path) as rt:
+        run = await rt.runs.start("agent", input={"message": "greet me", "tools": False, "memory": False})
+        done = await rt.runs.wait(run.id, 60)
+        assert done.status == "succeeded", done.error
+        assert done.result is not None and done.result["answer"] == "Bonjour from the model."
+        pieces = [e.data["text"] for e in await rt.runs.events(run.id, 0, 500) if e.type == "step.text"]
+        assert len(pieces) > 1 and "".join(pieces) == "Bonjour from the model."
+    assert model_server.received[0].body["stream"] is True
