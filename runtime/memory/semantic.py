@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ GATHER_S = 0.2
 """How long the task waits after a write before embedding: the items of writes in that time are
 embedded as one batch and their vectors stored in one commit (a commit for each remembered item
 beside the item's own took 1.3x off ``memory_remember``'s median)."""
+QUERY_CACHE = 256
+"""Queries whose vectors are kept (least recently used out): an agent asks the same recall again (the
+user's preferences, at each session's start), and a query's embedding is most of a recall's time."""
 FULL_PASS_S = 300.0
 """How often the embedding task also looks at every item (those written by processes without an embedder)."""
 
@@ -185,6 +189,7 @@ class Semantic:
         self._written: set[str] = set()  # ids written since the task last looked
         self._full = True  # whether the next pass looks at every item
         self._pool: ThreadPoolExecutor | None = None
+        self._queries: OrderedDict[str, Vectors] = OrderedDict()  # the latest queries' vectors
 
     def _background(self) -> ThreadPoolExecutor:
         """The thread that embeds items: one, at the lowest CPU priority (``BACKGROUND_NICE``)."""
@@ -272,7 +277,15 @@ class Semantic:
         embedded: list[Vectors] = []
 
         async def embed() -> None:
-            embedded.append(await anyio.to_thread.run_sync(self.embedder.query, query))
+            vector = self._queries.get(query)
+            if vector is None:
+                vector = await anyio.to_thread.run_sync(self.embedder.query, query)
+                self._queries[query] = vector
+                if len(self._queries) > QUERY_CACHE:
+                    self._queries.popitem(last=False)
+            else:
+                self._queries.move_to_end(query)
+            embedded.append(vector)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(embed)

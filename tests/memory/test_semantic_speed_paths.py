@@ -5,6 +5,7 @@
 - The items read after ranking probes the primary keys on SQLite (with no statistics its planner
   preferred walking every item of the space by the (tenant, project) index: ~100 ms at 100k).
 - Items are embedded on a thread of their own at the lowest CPU priority, never the event loop's.
+- A query asked again is not embedded again (the latest ``QUERY_CACHE`` queries' vectors are kept).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 from runtime import Runtime
 from runtime.memory.embed import _unit
-from runtime.memory.semantic import BACKGROUND_NICE, Semantic, SpaceIndex, quantize
+from runtime.memory.semantic import BACKGROUND_NICE, QUERY_CACHE, Semantic, SpaceIndex, quantize
 from runtime.memory.store import NewMemory
 from runtime.store.core import vectors as vector_ops
 from runtime.store.core.dialect import SQLITE
@@ -79,6 +80,7 @@ class Recording:
 
     def __init__(self) -> None:
         self.threads: list[tuple[int, int]] = []
+        self.queries: list[str] = []
 
     def passages(self, texts: Sequence[str]) -> Any:
         tid = threading.get_native_id()
@@ -86,6 +88,7 @@ class Recording:
         return _unit(np.ones((len(texts), 8), dtype=np.float32))
 
     def query(self, text: str) -> Any:
+        self.queries.append(text)
         return _unit(np.ones(8, dtype=np.float32))
 
 
@@ -98,3 +101,20 @@ async def test_items_are_embedded_at_the_lowest_priority_off_the_event_loop(tmp_
     loop = threading.get_native_id()
     assert len(embedder.threads) == 3 and len({tid for tid, _ in embedder.threads}) == 1  # batches of 16
     assert all(tid != loop and nice == BACKGROUND_NICE for tid, nice in embedder.threads)
+
+
+async def test_a_query_asked_again_is_not_embedded_again(tmp_path: Path) -> None:
+    async with Runtime.open(tmp_path, workers=0) as rt:
+        store = rt.memory.store
+        await store.put([NewMemory(f"memory://user/{i}", "user", f"fact {i}") for i in range(3)])
+        embedder = Recording()
+        semantic = Semantic(embedder)
+        await semantic.embed_pending(store.vectors())
+        first = await semantic.search(store, ("local", "default"), "my pet", 3, None)
+        again = await semantic.search(store, ("local", "default"), "my pet", 3, None)
+        assert len(first) == 3 and [f.item.id for f in again] == [f.item.id for f in first]
+        assert embedder.queries == ["my pet"]
+        for i in range(QUERY_CACHE):  # the oldest query leaves the cache
+            await semantic.search(store, ("local", "default"), f"query {i}", 1, None)
+        await semantic.search(store, ("local", "default"), "my pet", 1, None)
+        assert embedder.queries.count("my pet") == 2 and len(embedder.queries) == QUERY_CACHE + 2
