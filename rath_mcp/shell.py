@@ -1,4 +1,5 @@
-"""Shell inspection commands: ``rath-mcp sessions …`` and ``rath-mcp runs …``.
+"""Shell inspection commands: ``rath-mcp sessions …`` and ``rath-mcp runs …`` (``sessions import``,
+the one that writes, is ``rath_mcp.import_commands``).
 
 They read the same store the server writes (SQLite allows concurrent readers), so a person can
 look at what a running server is doing without going through MCP. They say on stderr which store
@@ -20,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from rath_mcp.import_commands import add_import, run_import
 from runtime import NotFoundError, Runtime, resolve_home
 from runtime.errors import StoreError
 from runtime.store import StoreURL, backend_module, resolve_store
@@ -42,6 +44,7 @@ def add_commands(sub: Any, home_arg: HomeArg) -> None:
         if name == "lineage":
             p.add_argument("--depth", type=whole(1), default=20, help="steps of lineage around the session")
         home_arg(p)
+    add_import(sessions, home_arg)
 
     runs = sub.add_parser("runs", help="inspect durable runs").add_subparsers(
         dest="action", required=True, metavar="ACTION"
@@ -98,6 +101,8 @@ def store_name(url: StoreURL) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     """Run one inspection command against the store under ``--home``."""
+    if args.command == "sessions" and args.action == "import":  # writes: opens (or creates) the store itself
+        return await run_import(args)
     home = resolve_home(args.home)
     url = existing_store(home, args.store)
     # Inspecting must not run work (workers=0), nor create a store; it reads a store it may not write.

@@ -86,7 +86,11 @@ def parse(text: str) -> Document:
         rows.append((line_no, row))
     line_no, first = rows[0]
     if first.get("type") != "session" or first.get("format") != FORMAT:
-        raise _fail(line_no, f"the first line must be the session header with format {FORMAT!r}")
+        raise _fail(
+            line_no,
+            f"the first line must be the session header with format {FORMAT!r} (or, for a session OpenRath "
+            "2.0.0 saved, its header with record_type 'header' and schema_version 1)",
+        )
     body = {k: v for k, v in first.items() if k not in ("type", "format")}
     try:
         header = SessionInfo.model_validate(body)

@@ -12,7 +12,7 @@ import anyio.to_thread
 
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
 from runtime.ids import check_id_search
-from runtime.sessions import jsonl
+from runtime.sessions import jsonl, openrath
 from runtime.sessions.inputs import as_chunks, fresh, json_object, model_of
 from runtime.sessions.merge import merged_tail_of, total_usage
 from runtime.sessions.model import (
@@ -370,6 +370,9 @@ class SessionService:
     ) -> SessionInfo:
         """Restore an exported session under its own id, with its lineage. Idempotent.
 
+        A session file OpenRath 2.0.0 saved is recognised by its header and imported as
+        ``runtime.sessions.openrath`` says (op ``import``, chunks ``trust: external``).
+
         Importing the same file twice returns the same session; an id that exists here with
         different content is a clear error. Malformed input writes nothing: ``check_placement``
         (the sandbox registry's check, which this layer does not know) vets the header's placement,
@@ -378,6 +381,9 @@ class SessionService:
         # Parsing is CPU work proportional to the text (a line of JSON and a model check each): a large
         # import is parsed on a worker thread, so the event loop goes on serving other requests meanwhile.
         parse_here = not isinstance(text, str) or len(text) <= INLINE_PARSE_CHARS
+        if isinstance(text, str) and openrath.is_openrath(text):  # a session file OpenRath 2.0.0 saved
+            saved = openrath.parse(text) if parse_here else await anyio.to_thread.run_sync(openrath.parse, text)
+            return await openrath.import_openrath(self.store, saved)
         doc = jsonl.parse(text) if parse_here else await anyio.to_thread.run_sync(jsonl.parse, text)
         header = doc.header
         if check_placement is not None:
