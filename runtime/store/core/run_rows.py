@@ -30,7 +30,7 @@ from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.statements import Op, Row, many, none, one, rows, value
-from runtime.store.core.webhooks import settled
+from runtime.store.core.webhooks import NOTIFIED, enqueue
 
 #: Where the worker's queries are in ``Scope | None`` (its parameters: ``scope_args``).
 IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
@@ -54,8 +54,8 @@ _EVENT_ARRAYS = (
     "INSERT INTO run_events (run_id, seq, type, data, created_at) "
     "SELECT ?, e.s, e.t, e.d, ?::double precision FROM unnest(?::int[], ?::text[], ?::text[]) AS e(s, t, d)"
 )
-#: What SQLite's ``guarded_update`` reads back of the row it updated.
-_AFTER_UPDATE = "SELECT last_seq, COALESCE(output_session_id, session_id) FROM runs WHERE id = ?"
+#: What SQLite's ``guarded_update`` reads back of the row it updated (``notify_url``: whether the change is notified).
+_AFTER_UPDATE = "SELECT last_seq, COALESCE(output_session_id, session_id), notify_url FROM runs WHERE id = ?"
 
 Checkpoint = tuple[Any, str | None, list[str]]
 
@@ -111,11 +111,11 @@ def guarded_update(
     if checkpoint is not None and not n:
         raise ValueError("a checkpoint is kept on an event: commit it with its checkpoint.created event")
     if d.arrays:
-        last = yield from _one_statement(run_id, token, sets, events, checkpoint, at)
-        if last is None:
+        found = yield from _one_statement(run_id, token, sets, events, checkpoint, at)
+        if found is None:
             raise LeaseLostError(run_id, token)
-        yield from _notify(d, run_id, sets)
-        return last
+        yield from _notify(d, run_id, sets, found[1])
+        return found[0]
     if not (yield none(_guarded_sql(tuple(sets)), n, at, *sets.values(), run_id, token)):
         raise LeaseLostError(run_id, token)
     row = yield one(_AFTER_UPDATE, run_id)
@@ -126,17 +126,18 @@ def guarded_update(
         seq = last_seq - n + 1 + _checkpoint_index(events)
         kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
     yield from append_events(d, run_id, last_seq, events, at, kept)
-    yield from _notify(d, run_id, sets)
+    yield from _notify(d, run_id, sets, row[2])
     return last_seq
 
 
-def _notify(d: Dialect, run_id: str, sets: RunChange) -> Op[None]:
-    """A run moved to a status its ``notify_url`` hears of gets its notification in this transaction
+def _notify(d: Dialect, run_id: str, sets: RunChange, url: str | None) -> Op[None]:
+    """A run with a ``notify_url`` (read back by the update itself: no statement more for runs without
+    one) moved to a status it hears of gets its notification in this transaction
     (``runtime.store.core.webhooks``). Not ``waiting``: ``park`` settles that once its interrupt is
     written, so that the summary sent names it."""
     status = sets.get("status")
-    if status is not None and status != "waiting":
-        yield from settled(d, run_id, status)
+    if url is not None and status in NOTIFIED and status != "waiting":
+        yield from enqueue(d, run_id, status, url)
 
 
 @lru_cache(maxsize=256)
@@ -153,9 +154,10 @@ def _guarded_sql(columns: tuple[str, ...]) -> str:
 
 def _one_statement(
     run_id: str, token: int | None, sets: RunChange, events: Sequence[EventSpec], cp: Checkpoint | None, at: float
-) -> Op[int | None]:
+) -> Op[tuple[int, str | None] | None]:
     """ONE statement: update the run row (fenced by ``token`` unless None), append the events numbered
-    after its ``last_seq``, take the checkpoint. None when no row matched."""
+    after its ``last_seq``, take the checkpoint. The run's ``last_seq`` and ``notify_url``; None when no
+    row matched."""
     n = len(events)
     args: list[Any] = [n, at, *sets.values(), run_id]
     if token is not None:
@@ -164,8 +166,8 @@ def _one_statement(
     if cp is not None:
         state_json, next_step, pending = cp
         args += [run_id, n, _checkpoint_index(events) + 1, state_json, next_step, dumps(pending), at]
-    found = yield value(_one_statement_sql(tuple(sets), token is not None, cp is not None), *args)
-    return None if found is None else int(found)
+    found = yield one(_one_statement_sql(tuple(sets), token is not None, cp is not None), *args)
+    return None if found is None else (int(found[0]), found[1])
 
 
 @lru_cache(maxsize=256)
@@ -181,12 +183,16 @@ def _one_statement_sql(columns: tuple[str, ...], fenced: bool, checkpoint: bool)
     )
     return (
         f"WITH u AS (UPDATE runs SET last_seq = last_seq + ?::int, updated_at = ?{cols} "
-        f"WHERE id = ?{fence} RETURNING last_seq, COALESCE(output_session_id, session_id) AS ses), "
+        f"WHERE id = ?{fence} RETURNING last_seq, COALESCE(output_session_id, session_id) AS ses, notify_url), "
         "e AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
         "SELECT ?, u.last_seq - ?::int + e.ord, e.t, e.d, ?::double precision FROM u, unnest(?::text[], ?::text[]) "
         f"WITH ORDINALITY AS e(t, d, ord)){take} "
-        "SELECT last_seq FROM u"
+        "SELECT last_seq, notify_url FROM u"
     )
+
+
+#: What SQLite's ``plain_update`` reads back of the row it updated.
+_RETURNING_PLAIN = "RETURNING last_seq, notify_url"
 
 
 def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> Op[int]:
@@ -194,17 +200,17 @@ def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[Even
     check_change(sets)
     at = now()
     if d.arrays:
-        last = yield from _one_statement(run_id, None, sets, events, None, at)
+        found = yield from _one_statement(run_id, None, sets, events, None, at)
     else:
         cols = "".join(f", {col} = ?" for col in sets)
-        sql = f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ? RETURNING last_seq"
-        last = yield value(sql, len(events), at, *sets.values(), run_id)
-        if last is not None:
-            yield from append_events(d, run_id, int(last), events, at)
-    if last is None:
+        sql = f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ? {_RETURNING_PLAIN}"
+        found = yield one(sql, len(events), at, *sets.values(), run_id)
+        if found is not None:
+            yield from append_events(d, run_id, int(found[0]), events, at)
+    if found is None:
         raise NotFoundError(f"no run {run_id}")
-    yield from _notify(d, run_id, sets)
-    return int(last)
+    yield from _notify(d, run_id, sets, found[1])
+    return int(found[0])
 
 
 def lock_held(d: Dialect, run_id: str, token: int) -> Op[None]:

@@ -2,7 +2,8 @@
 
 ``settled`` runs inside the transaction that moves a run to a status a person may want to hear of
 (waiting on a human, needing review, or ended: ``NOTIFIED``), so the notification is committed with
-the change itself, or not at all. It costs runs without a ``notify_url`` one indexed read of their row.
+the change itself, or not at all. The run updates read the ``notify_url`` back in the statement that
+changes the row (``run_rows``), so runs without one pay nothing; ``park`` reads it (one indexed read).
 Its body is made there and then (the run summary as it is in that transaction) and never changes, so
 every try sends the same signed bytes under the same ``webhook-id``.
 
@@ -47,12 +48,17 @@ def payload(run: Run, at: float) -> str:
 
 
 def settled(d: Dialect, run_id: str, status: str) -> Op[None]:
-    """In the transaction that moved ``run_id`` to ``status``: queue its notification if it asked for one."""
+    """In the transaction that moved ``run_id`` to ``status``: queue its notification if it asked for one.
+    (The run updates of ``run_rows`` read the URL back with the update itself and call ``enqueue``.)"""
     if status not in NOTIFIED:
         return
-    target = yield one("SELECT notify_url FROM runs WHERE id = ?", run_id)
-    if target is None or target[0] is None:
-        return
+    url = yield value("SELECT notify_url FROM runs WHERE id = ?", run_id)
+    if url is not None:
+        yield from enqueue(d, run_id, status, url)
+
+
+def enqueue(d: Dialect, run_id: str, status: str, url: str) -> Op[None]:
+    """Write the notification of ``run_id``'s move to ``status``: its summary as this transaction sees it."""
     row = yield one("SELECT * FROM runs WHERE id = ?", run_id)
     pending = yield rows(
         "SELECT * FROM run_interrupts WHERE run_id = ? AND status = 'pending' ORDER BY created_at", run_id
@@ -62,7 +68,7 @@ def settled(d: Dialect, run_id: str, status: str) -> Op[None]:
     yield none(
         "INSERT INTO webhook_deliveries (id, run_id, tenant, project, url, event, body, status, next_at, "
         "expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        new_id("msg"), run_id, run.tenant, run.project, target[0], f"run.{status}", payload(run, at), PENDING,
+        new_id("msg"), run_id, run.tenant, run.project, url, f"run.{status}", payload(run, at), PENDING,
         at, at + TTL_S, at,
     )  # fmt: skip
 

@@ -21,6 +21,7 @@ from runtime.errors import LeaseLostError
 from runtime.ids import new_id, now
 from runtime.store.core import run_rows
 from runtime.store.core.backend import CoreBackend
+from runtime.store.core.webhooks import MAX_BODY
 from runtime.webhooks.store import DELIVERED, PENDING, Attempt, Delivery, WebhookStore
 from tests.store.contracts.conftest import open_again
 
@@ -154,3 +155,16 @@ async def test_senders_look_before_they_claim_and_only_finished_deliveries_are_p
     assert await outbox.last(scope, over.run_id) is None
     assert (await outbox.last(scope, pending.run_id) or {})["status"] == PENDING  # pending: never pruned
     assert await outbox.prune(at + 10) == 0
+
+
+async def test_a_body_is_bounded_a_large_result_is_left_out(backend: StoreBackend) -> None:
+    assert isinstance(backend, CoreBackend)
+    store = backend.runs("local", "default")
+    run_id = await started(store, notify_url=URL)
+    (claim,) = await store.claim("w", 30.0, 1, ["wf"])
+    change = {**RELEASE, "status": "succeeded", "result": json.dumps({"text": "x" * 100_000})}
+    await backend.ex.write(run_rows.guarded_update, run_id, claim.token, change, [("run.state.changed", {})])
+    (delivery,) = await due(backend)
+    assert len(delivery.body.encode()) <= MAX_BODY
+    data = json.loads(delivery.body)["data"]
+    assert data["truncated"] is True and data["result"] is None and data["run_id"] == run_id
