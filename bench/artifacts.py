@@ -38,7 +38,7 @@ SIZES = [1024, 1024 * 1024, 100 * 1024 * 1024]
 
 
 def rounds_for(size: int) -> int:
-    return 30 if size <= 64 * 1024 else 10 if size <= 8 * 1024 * 1024 else 5
+    return 60 if size <= 64 * 1024 else 20 if size <= 8 * 1024 * 1024 else 5
 
 
 def fresh(size: int, i: int) -> bytes:
