@@ -105,7 +105,8 @@ class Sender:
         while True:
             self._woken = anyio.Event()
             try:
-                await self.send_due()
+                if len(await self.send_due()) == BATCH:
+                    continue  # a backlog: the next batch at once
                 if self.clock() - self._pruned_at >= PRUNE_EVERY_S:
                     self._pruned_at = self.clock()
                     await self.store.prune(self._pruned_at - KEEP_S)

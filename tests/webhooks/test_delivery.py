@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from runtime.durable.plan import compile_workflow
@@ -189,3 +190,19 @@ async def test_a_scheduled_run_of_a_workflow_naming_a_url_notifies_it(tmp_path: 
             body = checked(receiver, 0)
             assert body["type"] == "run.succeeded" and body["data"]["run_id"] == run_id
             assert body["data"]["schedule_id"] == made["schedule_id"]
+
+
+async def test_a_backlog_is_sent_batch_after_batch_without_waiting(tmp_path: Path, store_url: StoreURL) -> None:
+    with receiving() as receiver:
+        async with opened(tmp_path / "home", store_url, own_sender=False) as rt:
+            runs = [await rt.runs.start("echo", input={"message": f"m{i}"}, notify_url=receiver.url) for i in range(20)]
+            for run in runs:
+                await rt.runs.wait(run.id, 20)
+            sender = Sender(
+                rt.store.webhooks(), rt.webhooks.policy, KEY, clock=Clock(time.time() + 60), interval_s=3600
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(sender.run)  # looks once, and again only an hour later unless a batch was full
+                got = await receiver.wait_for(20)
+                tg.cancel_scope.cancel()
+            assert len({r.headers["webhook-id"] for r in got}) == 20
