@@ -86,6 +86,15 @@ _SCOPES = (
     f"ELSE s.t END, COALESCE({_NEXT_P}, {_FIRST_P}) FROM scopes s WHERE s.t IS NOT NULL)"
 )
 
+#: ``_SCOPES`` where a step may be a LATERAL subquery (PostgreSQL): one seek of the row value (tenant,
+#: project) past the last scope's, which plans in about half the time of the five scalar subqueries.
+_SCOPES_LATERAL = (
+    "scopes(t, p) AS (SELECT tenant, project FROM (SELECT tenant, project FROM runs WHERE status = 'queued' "
+    "ORDER BY tenant, project LIMIT 1) lowest UNION ALL SELECT nx.tenant, nx.project FROM scopes s CROSS JOIN "
+    "LATERAL (SELECT n.tenant, n.project FROM runs n WHERE n.status = 'queued' AND (n.tenant, n.project) > "
+    "(s.t, s.p) ORDER BY n.tenant, n.project LIMIT 1) nx)"
+)
+
 #: A scope's running runs (its place in the fair order), counted through ``runs_fair``.
 _BUSY = "(SELECT COUNT(*) FROM runs b WHERE b.status = 'running' AND b.tenant = s.t AND b.project = s.p)"
 
@@ -105,11 +114,11 @@ def _heads(d: Dialect, at: float, limit: int, workflows: Sequence[str]) -> tuple
     within, names = d.in_list(workflows)
     head = _HEAD.format(indexed=d.indexed_by("runs_fair"), within=within)
     if d.skip_locked:
-        heads = f"JOIN LATERAL ({head}{d.skip_locked}) h ON TRUE"
+        walk, heads = _SCOPES_LATERAL, f"JOIN LATERAL ({head}{d.skip_locked}) h ON TRUE"
     else:
-        heads = f"JOIN runs h ON h.id IN (SELECT id FROM ({head}))"
+        walk, heads = _SCOPES, f"JOIN runs h ON h.id IN (SELECT id FROM ({head}))"
     sql = (
-        f"WITH RECURSIVE {_SCOPES} SELECT h.id, h.priority, h.next_at, {_BUSY} AS fairness "
+        f"WITH RECURSIVE {walk} SELECT h.id, h.priority, h.next_at, {_BUSY} AS fairness "
         f"FROM scopes s {heads} "
         "ORDER BY fairness, h.priority DESC, h.next_at, h.id LIMIT ?"
     )
