@@ -255,3 +255,17 @@ async def test_effect_rules_deny_or_hold_a_steps_effect(tmp_path: Path) -> None:
         assert "ops did not approve effect publish: not today" in (refused.error or "")
         records = [r for r in await rt.store.audit().recent(50) if r.action == "policy.effect"]
         assert [r.outcome for r in records] == ["refused", "ok", "ok", "ok", "refused"]
+
+
+async def test_a_rule_names_the_tenant_and_project_a_run_works_in(tmp_path: Path) -> None:
+    home = make_home(tmp_path, [{"tool": "run_command", "tenant": "acme", "project": "al*", "action": "deny"}])
+    async with Runtime.open(home) as rt:
+        with rt.scope("acme", "alpha"):
+            theirs = await start_agent(rt, fetched=False)
+            assert theirs.status == "succeeded", theirs.error
+        assert not ran(home)  # acme/alpha: denied
+        [record] = await policy_audit(rt)
+        assert (record.tenant, record.project, record.outcome) == ("acme", "alpha", "refused")
+    async with Runtime.open(home) as rt:  # a fresh scripted model: its tool call is asked once per process
+        ours = await start_agent(rt, fetched=False)  # local/default: no rule matches
+        assert ours.status == "succeeded" and ran(home)
