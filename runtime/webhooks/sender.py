@@ -144,7 +144,9 @@ class Sender:
             error = f"no answer within {self.timeout_s:g} s"
         except InvalidInputError as exc:  # the URL's host now resolves where it may not go
             error = str(exc)
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # the transport's errors, and any other: a failed try, recorded and retried
+            if not isinstance(exc, httpx.HTTPError):
+                log.exception("run %s notification %s: unexpected error", delivery.run_id, delivery.id)
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         at = self.clock()
         if code is not None and 200 <= code < 300:

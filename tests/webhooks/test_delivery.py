@@ -23,6 +23,7 @@ from runtime.flow.workflow import StepContext, Workflow, step
 from runtime.store import StoreURL
 from runtime.webhooks.sender import Sender
 from runtime.webhooks.store import DELIVERED, FAILED, GONE, PENDING
+from runtime.webhooks.targets import WebhookPolicy
 from tests.webhooks.conftest import KEY, Clock, last, opened
 from tests.webhooks.receiver import Receiver, receiving, verify
 
@@ -206,3 +207,15 @@ async def test_a_backlog_is_sent_batch_after_batch_without_waiting(tmp_path: Pat
                 got = await receiver.wait_for(20)
                 tg.cancel_scope.cancel()
             assert len({r.headers["webhook-id"] for r in got}) == 20
+
+
+async def test_each_try_checks_the_url_again_under_the_senders_policy(tmp_path: Path, store_url: StoreURL) -> None:
+    with receiving() as receiver:
+        async with opened(tmp_path / "home", store_url, own_sender=False) as rt:
+            run = await rt.runs.start("echo", input={"message": "hi"}, notify_url=receiver.url)
+            await rt.runs.wait(run.id, 20)
+            stricter = Sender(rt.store.webhooks(), WebhookPolicy(), KEY, clock=Clock(time.time() + 60))
+            ((_, tried),) = await stricter.send_due()  # a sender not naming 127.0.0.1 (or its DNS changed)
+            assert (tried.status, tried.code) == (PENDING, None)
+            assert "plain http: use https, or name the host '127.0.0.1'" in (tried.error or "")
+            assert receiver.arrived == []
