@@ -112,6 +112,7 @@ def launcher_argv(
     pids_cgroup: bool,
     drop_to: int | None = None,
     cwd: Path | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The launcher's own command line (the command's argv follows it).
 
@@ -119,11 +120,13 @@ def launcher_argv(
     user's running tasks without a user namespace of its own (see launcher.py), except for a
     dedicated ``drop_to`` uid, whose tasks elsewhere (other commands) it cannot see to count.
     ``drop_to``: the uid and gid the launcher switches to first (a root server's commands), then
-    going to ``cwd`` (root without capabilities cannot enter the tool uid's 0700 workspace)."""
+    going to ``cwd`` (root without capabilities cannot enter the tool uid's 0700 workspace).
+    ``seccomp_fd``: the filter for the launcher to load (no bubblewrap to load it)."""
     config = {
         "status_fd": status_fd,
         "drop_to": drop_to,
         "cwd": None if cwd is None else str(cwd),
+        "seccomp_fd": seccomp_fd,
         "nproc_on_top": not own_userns and drop_to is None,
         "limits": {
             "as": limits.memory_bytes,

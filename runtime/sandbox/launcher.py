@@ -10,6 +10,7 @@ only a process on that side can do:
 - sets the resource limits (RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU, no core dumps) *inside*
   the sandbox's user namespace, where RLIMIT_NPROC counts only this command's processes (without
   one, it counts all of the user's, so the limit is then set that many above what already runs);
+- without bubblewrap (``--isolation none``), loads the seccomp filter itself (``seccomp.py``);
 - sets ``no_new_privs`` and makes itself a child subreaper, so that a child that detaches
   (``setsid cmd &``) is still its descendant, and kills every descendant when the command ends or
   when it gets SIGTERM (the host's timeout in ``--isolation none``);
@@ -36,6 +37,7 @@ import sys
 import threading
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -96,6 +98,25 @@ def tasks_of_user() -> int:
         if int(fields.get("Uid", "-1 ").split()[0]) == uid:
             total += int(fields.get("Threads", "1").strip())
     return total
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_filter(fd: int) -> None:
+    """Install the seccomp program read from ``fd`` (``--isolation none``: no bubblewrap to load it),
+    or exit 126 without running the command."""
+    code = b""
+    while chunk := os.read(fd, 65536):
+        code += chunk
+    os.close(fd)
+    program = ctypes.create_string_buffer(code, len(code))
+    fprog = SockFprog(len(code) // 8, ctypes.cast(program, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        sys.stderr.write(f"rath sandbox: cannot load the seccomp filter ({os.strerror(ctypes.get_errno())})\n")
+        os._exit(126)
 
 
 def prctl(option: int, value: int) -> None:
@@ -198,6 +219,8 @@ def main() -> None:
     set_limits(limits)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if config.get("seccomp_fd") is not None:
+        load_filter(int(config["seccomp_fd"]))
     signal.signal(signal.SIGTERM, lambda *_: kill_descendants())
     if listener is not None:
         threading.Thread(target=bridge, args=(listener, net["socket"]), daemon=True).start()

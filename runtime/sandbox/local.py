@@ -13,7 +13,9 @@ Confinement, in layers:
   the workspaces (0700); the file tools give it what they create (see confine.py for why).
   Without bubblewrap, ``auto`` refuses commands (``IsolationUnavailableError``) and ``none`` runs
   them as plain subprocesses, still limited, in their own session, and killed with every
-  descendant. ``Capabilities.isolation`` says which one you got.
+  descendant; a root server's as ``HOST_TOOL_UID`` too (the launcher drops to it before anything
+  else), so no command holds root's powers or leaves a file with them, and under the same seccomp
+  filter (the launcher loads it). ``Capabilities.isolation`` says which one you got.
 """
 
 from __future__ import annotations
@@ -70,6 +72,27 @@ def _python() -> str:
     """The base interpreter (not our virtualenv): sandboxed code sees the stdlib, not our packages."""
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     return str(base) if base.exists() else os.path.realpath(sys.executable)
+
+
+def _open_to_others(path: str) -> bool:
+    """Whether a user with no claim on ``path`` (the tool uid of ``--isolation none`` under a root
+    server) can run it: it and every directory on its way, before and after links, open to others."""
+    for each in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        for step in [each, *map(str, Path(each).parents)]:
+            try:
+                if not os.stat(step).st_mode & 0o001:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+@functools.cache
+def _python_for_others() -> str | None:
+    """A Python the tool uid can run without bubblewrap: ours when it is reachable (not under a 0700
+    ``/root``), else the system's ``python3``; None if neither is."""
+    system = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    return next((p for p in (_python(), system) if p is not None and _open_to_others(p)), None)
 
 
 def _search_path() -> str:
@@ -132,7 +155,8 @@ class LocalSandbox:
         # RLIMIT_NPROC does not hold for host uid 0 (only a root server's unisolated commands have
         # it); without a memory cgroup, each process is held to the memory limit, not the command.
         unenforced = tuple(name for name in missing if name == "memory" or (os.geteuid() == 0 and tool_uid is None))
-        languages = ["python", "sh"] + (["bash"] if shutil.which("bash") else [])
+        self._interpreter = _python() if tool_uid is None or mode == "bubblewrap" else _python_for_others()
+        languages = (["python"] if self._interpreter else []) + ["sh"] + (["bash"] if shutil.which("bash") else [])
         self.capabilities = Capabilities(
             backend="local",
             isolation=mode,
@@ -197,6 +221,10 @@ class LocalSandbox:
             group = await self._cgroup(stack)
             status_r, status_w = os.pipe()
             stack.callback(os.close, status_r)
+            # The filter (no setuid or setgid modes, no mount, ptrace, io_uring ...) holds without
+            # isolation too: bubblewrap loads it, or else the launcher does.
+            seccomp_fd = seccomp_pipe()
+            passed = [status_w] + ([] if seccomp_fd is None else [seccomp_fd])
             full = launcher_argv(
                 _python(),
                 limits,
@@ -205,13 +233,14 @@ class LocalSandbox:
                 own_userns=self.mode == "bubblewrap" and self._tool_uid is None,
                 pids_cgroup=group is not None and group.pids is not None,
                 drop_to=self._tool_uid,
-                cwd=workdir if self._tool_uid is not None else None,
+                # Inside bubblewrap the launcher goes to the workspace once it is the tool uid; without
+                # it the command starts there (as root), since no path through root's 0700 home opens
+                # for the tool uid: it works in its workspace by relative paths.
+                cwd=workdir if self._tool_uid is not None and self.mode == "bubblewrap" else None,
+                seccomp_fd=None if self.mode == "bubblewrap" else seccomp_fd,
             )
             full += argv
-            passed = [status_w]
             if self.mode == "bubblewrap":
-                seccomp_fd = seccomp_pipe()
-                passed += [] if seccomp_fd is None else [seccomp_fd]
                 full = (
                     bwrap_argv(
                         self.root,
@@ -278,7 +307,7 @@ class LocalSandbox:
         return group
 
     async def run_code(self, code: str, *, language: str = "python", timeout_s: float = 30.0) -> CommandResult:
-        interpreters = {"python": [_python(), "-"], "sh": ["sh", "-s"], "bash": ["bash", "-s"]}
+        interpreters = {"python": [self._interpreter or _python(), "-"], "sh": ["sh", "-s"], "bash": ["bash", "-s"]}
         if language not in interpreters or language not in self.capabilities.languages:
             raise UnsupportedLanguageError(
                 f"language {language!r} is not available here; choose one of {', '.join(self.capabilities.languages)}"
@@ -333,7 +362,8 @@ class LocalBackend:
         # Processes and memory are limited per command by cgroup where one can be made (cgroup.py).
         self.cgroups = find_roots() if self.mode != "unavailable" else None
         # A root server's commands run as a dedicated unprivileged uid, which owns the workspaces.
-        self.tool_uid = HOST_TOOL_UID if os.geteuid() == 0 and self.mode == "bubblewrap" else None
+        # With --isolation none too: no command, isolated or not, holds root's powers (docs/sandbox.md).
+        self.tool_uid = HOST_TOOL_UID if os.geteuid() == 0 and self.mode != "unavailable" else None
 
     def path_of(self, workspace: str) -> Path:
         return self.root / check_workspace_name(workspace)

@@ -269,3 +269,28 @@ async def test_a_root_server_refuses_commands_where_bwrap_needs_a_user_namespace
     with pytest.raises(SandboxError, match="--isolation bwrap cannot be honoured"):
         LocalBackend(tmp_path / "ws", use_bwrap=True)
     assert LocalBackend(tmp_path / "ws", use_bwrap=False).mode == "none"
+
+
+async def test_isolation_none_under_a_root_server_runs_commands_as_the_tool_uid(tmp_path: Path) -> None:
+    """``--isolation none`` gives up the namespaces, never the privilege drop: a root server's unisolated
+    commands run as the dedicated tool uid too, hold no capability, and leave nothing with root's powers."""
+    require_root("only a root server has privileges for its commands to give up")
+    backend = LocalBackend(tmp_path / "workspaces", use_bwrap=False)
+    sandbox = await backend.open("ws")
+    assert sandbox.capabilities.isolation == "none"
+    ids = f"{HOST_TOOL_UID} {HOST_TOOL_UID}"
+    result = await sandbox.run_command("id -u; id -g; grep -E '^(Cap(Prm|Eff|Bnd|Amb)|Seccomp):' /proc/self/status")
+    assert result.ok, result
+    lines = result.stdout.splitlines()
+    assert " ".join(lines[:2]) == ids, result.stdout
+    assert [line.split()[1] for line in lines[2:]] == ["0000000000000000"] * 4 + ["2"], result.stdout
+    copied = await sandbox.run_command("cp /bin/sh ./s; chmod 4755 s; chmod 2755 s; ls -n s")
+    shell = os.stat(sandbox.root / "s")
+    assert (shell.st_uid, shell.st_gid) == (HOST_TOOL_UID, HOST_TOOL_UID), copied
+    assert not shell.st_mode & (stat.S_ISUID | stat.S_ISGID), copied  # the launcher's seccomp filter
+    home = os.stat(sandbox.root)
+    assert (home.st_uid, stat.S_IMODE(home.st_mode)) == (HOST_TOOL_UID, 0o700)
+    code = await sandbox.run_code("import os\nprint(os.getuid(), os.getgid(), os.getcwd())")
+    assert code.stdout == f"{ids} {sandbox.root}\n", code
+    await sandbox.write_file("made-by-the-server.txt", "x")
+    assert os.stat(sandbox.root / "made-by-the-server.txt").st_uid == HOST_TOOL_UID
