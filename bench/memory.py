@@ -15,8 +15,10 @@ means differs by design, and that is the point:
 - OpenRath: one ``MemoryOpWrite`` dispatch to ``LocalMemoryBackend`` (a file per item).
 Loading the N items is not timed for us as "add": we load them concurrently (group-committed).
 Then semantic and hybrid recall at the largest size (``bench.memory_semantic``, SQLite, in a process
-of its own; ``--no-semantic`` skips it). Exits 1 when a target is missed: at 100k, keyword recall
-median < 20 ms and add one < 2 ms; and those of ``bench.memory_semantic``.
+of its own; ``--no-semantic`` skips it), and keyword recall against a bare FTS5 ``bm25()`` query taking
+turns with it at 10k (and 100k when measured; ``bench.recall_overhead``, ``--no-overhead`` skips it).
+Exits 1 when a target is missed: at 100k, keyword recall median < 20 ms and add one < 2 ms; recall
+p50 <= 1.3x the bare query; and those of ``bench.memory_semantic``.
 """
 
 from __future__ import annotations
@@ -350,6 +352,7 @@ def main() -> int:
     parser.add_argument(
         "--no-semantic", action="store_true", help="skip semantic and hybrid recall (bench.memory_semantic)"
     )
+    parser.add_argument("--no-overhead", action="store_true", help="skip recall against a bare FTS5 query")
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -383,6 +386,12 @@ def main() -> int:
                 f"add one {add:.2f} ms < 2 ms: {'met' if add < 2 else 'MISSED'}"
             )
             missed += [f"keyword recall median at {n:,}"] * (med >= 20) + [f"add one at {n:,}"] * (add >= 2)
+    if not args.no_overhead:  # keyword recall and a bare FTS5 query taking turns, in a process of their own
+        from bench import recall_overhead
+
+        overhead = recall_overhead.run_child(None, [n for n in sizes if n in (10_000, 100_000)] or [10_000])
+        print("\n".join(recall_overhead.table(overhead)), flush=True)
+        missed += [text for r in overhead for text, ok in recall_overhead.verdicts(r) if not ok]
     if not args.no_semantic:  # semantic and hybrid rows at the largest size, in a process of their own
         from bench import memory_semantic  # it reads this module's corpus
 

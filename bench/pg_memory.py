@@ -14,7 +14,9 @@ Lucene's idf. Then semantic and hybrid recall at the largest size (``bench.memor
 process of its own: recall p50 by mode, ``memory_remember`` with and without an embedder, embedding
 throughput, resident memory; ``--no-semantic`` skips it). It prints the tables and exits 1 when a
 target is missed: the keyword recall median at the largest size under 20 ms, and those of
-``bench.memory_semantic``.
+``bench.memory_semantic``; and keyword recall (``rt.memory.recall`` on a PostgreSQL runtime) p50 <= 1.3x
+a bare FTS5 ``bm25()`` query taking turns with it at 10k (``bench.recall_overhead``; ``--no-overhead``
+skips it).
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432", help="server URL, no database")
     parser.add_argument("--no-semantic", action="store_true", help="skip semantic and hybrid recall")
+    parser.add_argument("--no-overhead", action="store_true", help="skip recall against a bare FTS5 query")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = [asyncio.run(run_size(args.server.rstrip("/"), n, args.queries)) for n in sizes]
@@ -184,6 +187,12 @@ def main() -> int:
         f"recall median at {int(worst['n'])} items: {worst['recall_p50']:.2f} ms (target < {TARGET_MS:.0f} ms): "
         + ("met" if ok else "MISSED")
     )
+    if not args.no_overhead:  # keyword recall and a bare FTS5 query taking turns, in a process of their own
+        from bench import recall_overhead
+
+        overhead = recall_overhead.run_child(args.server.rstrip("/"), [10_000])
+        print("\n".join(recall_overhead.table(overhead)), flush=True)
+        ok = all([ok, *(met for r in overhead for _, met in recall_overhead.verdicts(r))])
     if not args.no_semantic:  # semantic and hybrid rows at the largest size, in a process of their own
         from bench import memory_semantic
 
