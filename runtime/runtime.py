@@ -141,7 +141,7 @@ class Runtime:
         worker_slots: int = 0,
         max_queued_runs: int | None = 1000,
         webhook_policy: WebhookPolicy | None = None,
-        webhook_key: bytes | None = None,
+        webhook_key: bytes | tuple[bytes, ...] | None = None,
         semantic: Semantic | None = None,
         blobs: BlobStore | None = None,
         secrets: Secrets | None = None,

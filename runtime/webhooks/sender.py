@@ -22,7 +22,7 @@ import random
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 import httpx
@@ -71,7 +71,7 @@ class Sender:
         self,
         store: WebhookStore,
         policy: WebhookPolicy,
-        key: bytes,
+        key: bytes | Sequence[bytes],
         *,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
@@ -81,7 +81,7 @@ class Sender:
     ) -> None:
         self.store = store
         self.policy = policy
-        self.key = key
+        self.keys = (key,) if isinstance(key, bytes) else tuple(key)  # each signs every message (a rotation)
         self.clock = clock  # tries are stamped, and due, on this clock (tests inject one)
         self.jitter = jitter
         self.interval_s = interval_s
@@ -164,7 +164,7 @@ class Sender:
         target = await self.policy.resolve(delivery.url)
         body = delivery.body.encode()
         sent = {
-            **headers(self.key, delivery.id, int(self.clock()), body),
+            **headers(self.keys, delivery.id, int(self.clock()), body),
             "content-type": "application/json",
             "host": target.host_header(),
             "user-agent": "rath-mcp-webhooks",

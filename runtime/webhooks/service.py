@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from runtime.durable.store_shared import Scope
@@ -16,7 +17,7 @@ class WebhookService:
     """``check`` is what a run start calls on its ``notify_url``; ``sender`` (None without a key) is the
     task the runtime runs to send notifications; ``last`` is what ``run_get`` shows of them."""
 
-    def __init__(self, store: WebhookStore, policy: WebhookPolicy, key: bytes | None) -> None:
+    def __init__(self, store: WebhookStore, policy: WebhookPolicy, key: bytes | Sequence[bytes] | None) -> None:
         self.store = store
         self.policy = policy
         self.key = key

@@ -3,7 +3,9 @@
 Headers ``webhook-id`` (the same on every try of one message), ``webhook-timestamp`` (UNIX seconds of
 this try) and ``webhook-signature: v1,<base64 of HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>``.
 The secret is ``$RATH_WEBHOOK_SECRET``: in the spec's ``whsec_<base64>`` form its base64 part is the
-key (what receivers' libraries decode too), otherwise its own bytes are.
+key (what receivers' libraries decode too), otherwise its own bytes are. Several secrets separated by
+spaces (a rotation: the new one first) each sign every message, and the header lists each signature,
+space-separated, as the spec says: a receiver holding either secret verifies it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import binascii
 import hashlib
 import hmac
 import os
+from collections.abc import Sequence
 
 from runtime.errors import InvalidInputError
 
@@ -38,10 +41,10 @@ def parse_secret(text: str) -> bytes:
     return key
 
 
-def secret_from_env(environ: dict[str, str] | None = None) -> bytes | None:
-    """The key in ``$RATH_WEBHOOK_SECRET`` (None when unset or empty)."""
+def secret_from_env(environ: dict[str, str] | None = None) -> tuple[bytes, ...] | None:
+    """The keys in ``$RATH_WEBHOOK_SECRET``, one per space-separated secret (None when unset or empty)."""
     text = (os.environ if environ is None else environ).get(SECRET_ENV, "")
-    return parse_secret(text) if text else None
+    return tuple(parse_secret(part) for part in text.split()) or None
 
 
 def signature(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
@@ -50,10 +53,10 @@ def signature(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
-def headers(key: bytes, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
-    """The three Standard Webhooks headers of one try."""
+def headers(keys: Sequence[bytes], msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """The three Standard Webhooks headers of one try: a signature per key, space-separated."""
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": signature(key, msg_id, timestamp, body),
+        "webhook-signature": " ".join(signature(key, msg_id, timestamp, body) for key in keys),
     }
