@@ -9,8 +9,8 @@ import pytest
 from runtime import InvalidInputError, Runtime
 from runtime.sessions import SessionService
 from runtime.sessions.in_memory import InMemoryHome, InMemorySessionStore
+from runtime.store.core.id_search import id_search_sql, prefix_bounds
 from runtime.store.sqlite.backend import sqlite_database
-from runtime.store.sqlite.database import id_search_sql, prefix_bounds
 
 pytestmark = pytest.mark.anyio
 

@@ -49,15 +49,6 @@ def page(
     return (yield from with_pending(d, found))
 
 
-def ids(d: Dialect, scope: Scope, prefix: str, limit: int) -> Op[list[str]]:
-    """Ids starting with ``prefix``, newest first: a range scan of the (tenant, project, id) index."""
-    found = yield rows(
-        "SELECT id FROM runs WHERE tenant = ? AND project = ? AND id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
-        scope.tenant, scope.project, prefix, prefix + "\U0010ffff", limit,
-    )  # fmt: skip
-    return [r[0] for r in found]
-
-
 def events(d: Dialect, scope: Scope, run_id: str, after_seq: int, limit: int) -> Op[list[Event]]:
     yield from run_row(d, scope, run_id)
     sql = f"SELECT {EVENT_COLUMNS} FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"

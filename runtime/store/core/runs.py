@@ -36,6 +36,7 @@ from runtime.errors import ConflictError
 from runtime.ids import now
 from runtime.store.core import claims, decisions, reap, webhooks
 from runtime.store.core.dialect import Dialect
+from runtime.store.core.id_search import ids_by_prefix
 from runtime.store.core.run_reads import (
     by_idempotency_key,
     cancel_requests,
@@ -43,7 +44,6 @@ from runtime.store.core.run_reads import (
     effects,
     events,
     get,
-    ids,
     interrupts,
     page,
     visit_effects,
@@ -328,7 +328,7 @@ class CoreRunStore(CoreRunQueue):
         return await self.ex.read(page, self.scope, status, workflow, before, limit)
 
     async def ids(self, prefix: str, limit: int) -> list[str]:
-        return await self.ex.read(ids, self.scope, prefix, limit)
+        return await self.ex.read(ids_by_prefix, "runs", self.scope.tenant, self.scope.project, prefix, limit)
 
     async def events(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
         return await self.ex.read(events, self.scope, run_id, after_seq, limit)

@@ -35,6 +35,7 @@ from runtime.sessions.store import (
     shared_start,
 )
 from runtime.store.core.dialect import Dialect
+from runtime.store.core.id_search import ids_by_prefix
 from runtime.store.core.session_rows import (
     CHUNK_COLUMNS,
     SCOPED,
@@ -285,19 +286,6 @@ def page(d: Dialect, scope: Scope, after: str | None, limit: int) -> Op[list[Ses
     return [info_of(d, r) for r in found]
 
 
-def ids(d: Dialect, scope: Scope, prefix: str, limit: int) -> Op[list[str]]:
-    """Ids starting with ``prefix``, newest first: a range scan of the (tenant, project, stub, id) index."""
-    found = yield rows(
-        "SELECT id FROM sessions WHERE tenant = ? AND project = ? AND stub = 0 AND id >= ? AND id < ?"
-        " ORDER BY id DESC LIMIT ?",
-        *scope,
-        prefix,
-        prefix + "\U0010ffff",  # every id starting with the prefix sorts below it (binary / "C" order)
-        limit,
-    )
-    return [r[0] for r in found]
-
-
 def lineage(d: Dialect, scope: Scope, session_id: str, depth: int, up: bool, down: bool, max_nodes: int) -> Op[Graph]:
     yield from session_row(d, scope, session_id, "s.id")
     return (yield from lineage_walk(d, scope, session_id, depth, up, down, max_nodes))
@@ -362,7 +350,7 @@ class CoreSessionStore:
         return await self.ex.read(page, self.scope, after, limit)
 
     async def ids(self, prefix: str, limit: int) -> list[str]:
-        return await self.ex.read(ids, self.scope, prefix, limit)
+        return await self.ex.read(ids_by_prefix, "sessions", *self.scope, prefix, limit, " AND stub = 0")
 
     async def lineage(self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int) -> Graph:
         return await self.ex.read(lineage, self.scope, session_id, depth, up, down, max_nodes)

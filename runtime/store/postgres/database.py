@@ -370,25 +370,3 @@ class PostgresDatabase:
                 await self._expire_idle()
         assert last is not None
         raise unreachable(self.where, last) from last
-
-
-def prefix_bounds(prefix: str) -> tuple[str, str]:
-    """``lo, hi`` such that ``lo <= x < hi`` holds exactly for the strings ``x`` starting with ``prefix``,
-    under byte order: the id and URI columns are ``COLLATE "C"`` for this (see ``schema``)."""
-    return prefix, prefix + "\U0010ffff"
-
-
-async def search_ids(
-    db: PostgresDatabase, table: str, tenant: str, project: str, prefix: str, limit: int, *, also: str = ""
-) -> list[str]:
-    """The ids in ``table`` starting with ``prefix``, newest first, within one tenant/project (``also``: a
-    further condition, without placeholders): a range scan on the index of (tenant, project, id)."""
-    sql = (
-        f"SELECT id FROM {table} WHERE tenant = $1 AND project = $2{also} AND id >= $3 AND id < $4"
-        " ORDER BY id DESC LIMIT $5"
-    )
-
-    async def fn(conn: asyncpg.Connection) -> list[str]:
-        return [r[0] for r in await conn.fetch(sql, tenant, project, *prefix_bounds(prefix), limit)]
-
-    return await db.read(fn)

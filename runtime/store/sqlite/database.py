@@ -50,7 +50,7 @@ WriteFn = Callable[[sqlite3.Connection], T]
 
 _LOOKUP_BUSY_TIMEOUT_MS = 20
 
-__all__ = ["SQLiteDatabase", "apply_migrations", "id_search_sql", "pending_migrations", "prefix_bounds", "search_ids"]
+__all__ = ["SQLiteDatabase", "apply_migrations", "pending_migrations"]
 
 
 class SQLiteDatabase:
@@ -312,25 +312,3 @@ def _in_snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection
         return fn(conn)
     finally:
         conn.execute("ROLLBACK")
-
-
-def prefix_bounds(prefix: str) -> tuple[str, str]:
-    """``lo, hi`` such that ``lo <= x < hi`` holds exactly for the strings ``x`` starting with ``prefix``
-    (under SQLite's default binary collation), so a prefix search is a range scan on an index."""
-    return prefix, prefix + "\U0010ffff"
-
-
-def id_search_sql(table: str, also: str = "") -> str:
-    """A search for the ids in ``table`` that start with a prefix, newest first, within one tenant/project
-    (``also``: a further condition). It is a range scan on an index of (tenant, project, id)."""
-    return (
-        f"SELECT id FROM {table} WHERE tenant = ? AND project = ?{also} AND id >= ? AND id < ? ORDER BY id DESC LIMIT ?"
-    )
-
-
-async def search_ids(
-    db: SQLiteDatabase, table: str, tenant: str, project: str, prefix: str, limit: int, *, also: str = ""
-) -> list[str]:
-    """Run ``id_search_sql`` on a reader thread: the ids, newest first."""
-    sql, args = id_search_sql(table, also), (tenant, project, *prefix_bounds(prefix), limit)
-    return await db.read(lambda conn: [row[0] for row in conn.execute(sql, args)])

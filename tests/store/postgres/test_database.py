@@ -219,8 +219,12 @@ async def test_close_lets_the_running_batch_commit_and_fails_the_writes_queued_b
 
 
 async def test_an_id_search_is_an_index_range_scan_that_finds_exactly_the_prefix(pg_url: str) -> None:
+    from runtime.store.core.id_search import ids_by_prefix
     from runtime.store.postgres import migrations, schema
-    from runtime.store.postgres.database import search_ids
+    from runtime.store.postgres.executor import PostgresExecutor
+
+    async def search_ids(db: PostgresDatabase, table: str, tenant: str, project: str, prefix: str, n: int) -> list[str]:
+        return await PostgresExecutor(db).read(ids_by_prefix, table, tenant, project, prefix, n)  # what the stores run
 
     await migrations.apply(pg_url, schema.SESSIONS)
     db = PostgresDatabase(pg_url)
