@@ -6,6 +6,7 @@
 The anchor is what a keyword recall cannot do with less: one ``bm25()`` query on a plain FTS5 table of
 the same corpus (bench/memory.py's: 50-120 Zipf-distributed words per item), top 10 by FTS5's own
 ranking, run right here on the event loop's thread (no reader thread, no rows beyond rowid and score).
+A PostgreSQL database is vacuumed and analyzed after loading (what autovacuum does on its own).
 Ours is ``rt.memory.recall(query, k=10)`` (keyword mode) on a runtime over a fresh SQLite home or a
 fresh PostgreSQL database: the query's terms, the store's BM25 (Lucene's IDF, equal to rank-bm25's),
 the items' rows and their snippets. The two take turns query by query (which goes first alternates),
@@ -67,6 +68,14 @@ async def measure(server: str | None, n: int, nq: int) -> dict[str, Any]:
             for at in range(0, n, 2000):
                 part = enumerate(docs[at : at + 2000], at)
                 await rt.memory.store.put([NewMemory(f"memory://user/i{i}", "user", d) for i, d in part])
+            if store is not None:  # the statistics and visibility map autovacuum would have made by now
+                import asyncpg
+
+                conn = await asyncpg.connect(store)
+                try:
+                    await conn.execute("VACUUM ANALYZE")
+                finally:
+                    await conn.close()
             for label, qs in (("typical", queries(nq)), ("common", common_queries(max(10, nq // 5)))):
                 for q in qs[:5]:  # warm both: pages in the cache, statements prepared
                     await rt.memory.recall(q, k=K)
