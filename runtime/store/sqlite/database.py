@@ -20,8 +20,9 @@ opened is ``opening.py``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -163,17 +164,20 @@ class SQLiteDatabase:
 
     def _outcome(self, item: Write[T]) -> T:
         if item.error is not None:
-            raise self._translate(item.error)
+            with self._translated():
+                raise item.error
         return item.result  # type: ignore[no-any-return]
 
-    def _translate(self, exc: BaseException) -> BaseException:
-        """What to raise for ``exc``, met on this store: the ``StoreError`` it means, if it is about the
-        file (damage also refuses every later write), else ``exc`` itself."""
-        error = health.store_error(self.path, exc)
-        if error is None:
-            return exc
-        self._guard.noticed(error)
-        return error
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Raise an error met on this store as the ``StoreError`` it means, if it is about the file
+        (``health.translated``); damage also refuses every later write."""
+        try:
+            with health.translated(self.path):
+                yield
+        except StoreError as error:
+            self._guard.noticed(error)
+            raise
 
     def _kept(self, items: list[Write[Any]]) -> None:
         """After a commit: fail the writes that went into a file no longer at the store's path (lost)."""
@@ -267,13 +271,8 @@ class SQLiteDatabase:
         readers = self._readers
         if readers is None:
             raise StoreError("the database is closed")
-        try:
+        with self._translated():
             return await readers.run(partial(_in_snapshot, fn))
-        except (sqlite3.Error, StoreError) as exc:
-            error = self._translate(exc)
-            if error is exc:
-                raise
-            raise error from exc
 
     async def lookup(self, fn: Callable[[sqlite3.Connection], T], *, small: Callable[[sqlite3.Connection], bool]) -> T:
         """Run a small point read ``fn(conn)`` right here, on the event loop's thread, as one snapshot.
@@ -291,16 +290,14 @@ class SQLiteDatabase:
         if conn is None:
             raise StoreError("the database is closed")
         await anyio.lowlevel.checkpoint_if_cancelled()
-        try:
-            done, value = _in_snapshot(lambda c: (True, fn(c)) if small(c) else (False, None), conn)
-            if done:
-                return cast(T, value)
-        except sqlite3.Error as exc:
-            if health.error_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                error = self._translate(exc)
-                if error is exc:
+        with self._translated():
+            try:
+                done, value = _in_snapshot(lambda c: (True, fn(c)) if small(c) else (False, None), conn)
+                if done:
+                    return cast(T, value)
+            except sqlite3.Error as exc:
+                if health.error_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                     raise
-                raise error from exc
         return await self.read(fn)
 
 

@@ -97,6 +97,13 @@ def creating(path: Path) -> Iterator[None]:
             os.close(fd)  # releases the lock
 
 
+def require_store(path: Path) -> None:
+    """Raise unless there is a store file at ``path`` to open without creating one: none, or an empty one."""
+    if not path.is_file():
+        raise StoreError(f"there is no store at {path}")
+    refuse_empty(path)
+
+
 def refuse_empty(path: Path) -> None:
     """Raise ``empty_file_error`` when the store's file is empty and no process is making it a store
     (one that is, is waited for: see ``creating``)."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from runtime.errors import StoreDamagedError, StoreError
 from runtime.store.sqlite import guard
+from runtime.store.sqlite.migrate import applied_names, apply_migrations, table_names
 
 if TYPE_CHECKING:
     from runtime.store.migration import Migration
@@ -111,7 +112,7 @@ def verify_opened(conn: sqlite3.Connection, path: Path) -> None:
         problems = _problems(conn, "quick_check")
         if problems:
             raise StoreDamagedError(f"the store at {path} is damaged ({problems[0]}): {DAMAGE_HINT}")
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = table_names(conn)
     if tables and "schema_migrations" not in tables:
         some = ", ".join(sorted(tables)[:5])
         raise StoreError(
@@ -126,9 +127,16 @@ def _problems(conn: sqlite3.Connection, pragma: str) -> list[str]:
     return [] if rows == ["ok"] else rows
 
 
+def require_whole(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration]) -> None:
+    """Refuse a store that lacks some of what its applied migrations create (``missing_schema``) as damaged."""
+    missing = missing_schema(conn, migrations)
+    if missing:
+        raise StoreDamagedError(f"the store at {path} lacks {', '.join(missing)}: {DAMAGE_HINT}")
+
+
 def missing_schema(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
     """Tables, indexes and triggers the applied migrations create that the store lacks (a hand edit)."""
-    applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+    applied = applied_names(conn)
     wanted = _reference_schema(tuple(m for m in migrations if m.name in applied))
     present = {(str(row[0]), str(row[1])) for row in conn.execute("SELECT type, name FROM sqlite_master")}
     # tables first: a dropped table takes its indexes with it, and the table is what to name
@@ -138,8 +146,6 @@ def missing_schema(conn: sqlite3.Connection, migrations: Sequence[Migration]) ->
 @functools.lru_cache(maxsize=8)
 def _reference_schema(migrations: tuple[Migration, ...]) -> frozenset[tuple[str, str]]:
     """(type, name) of what these migrations create, from running them on an empty in-memory database."""
-    from runtime.store.sqlite.migrate import apply_migrations  # imported on first use: only a check needs it
-
     reference = sqlite3.connect(":memory:", isolation_level=None)
     try:
         apply_migrations(reference, migrations)
@@ -183,9 +189,7 @@ def read_only_uri(path: Path) -> str:
 
 def open_existing(path: Path) -> sqlite3.Connection:
     """A connection to a store file that must exist already (never creates one); read-only."""
-    if not path.is_file():
-        raise StoreError(f"there is no store at {path}")
-    guard.refuse_empty(path)
+    guard.require_store(path)
     with translated(path):
         conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 60000")
@@ -202,26 +206,21 @@ def check(path: Path, migrations: Sequence[Migration]) -> Report:
         return report
     conn = open_existing(path)
     try:
-        try:
-            report.problems = _problems(conn, "integrity_check")
-        except sqlite3.DatabaseError as exc:
-            if error_code(exc) not in _DAMAGED:  # the file could not be read (read-only, locked...): not damage
-                error = store_error(path, exc)
-                if error is None:
-                    raise
-                raise error from exc
-            report.problems = [str(exc)]  # damaged beyond what integrity_check can walk
-            return report
         with translated(path):
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            try:
+                report.problems = _problems(conn, "integrity_check")
+            except sqlite3.DatabaseError as exc:
+                if error_code(exc) not in _DAMAGED:  # the file could not be read (read-only, locked...): not damage
+                    raise
+                report.problems = [str(exc)]  # damaged beyond what integrity_check can walk
+                return report
+            tables = table_names(conn)
             if tables and "schema_migrations" not in tables:
                 report.foreign = f"tables {', '.join(sorted(tables)[:5])} and no schema_migrations"
                 return report
             if tables:
                 report.missing = missing_schema(conn, migrations)
-                applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
-            else:
-                applied = set()
+            applied = applied_names(conn)
         report.pending = [m.name for m in migrations if m.name not in applied]
     finally:
         conn.close()

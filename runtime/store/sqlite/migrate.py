@@ -15,8 +15,8 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
         done: list[str] = []
+        applied = applied_names(conn)
         for migration in migrations:
             if migration.name in applied:
                 continue
@@ -29,6 +29,17 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def applied_names(conn: sqlite3.Connection) -> set[str]:
+    """The names of the migrations the database on ``conn`` has applied (none when it has no ``schema_migrations``)."""
+    if "schema_migrations" not in table_names(conn):
+        return set()
+    return {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
 
 
 def _statements(sql: str) -> list[str]:

@@ -13,9 +13,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime.errors import StoreDamagedError, StoreError
+from runtime.errors import StoreError
 from runtime.store.migration import Migration
 from runtime.store.sqlite import guard, health
+from runtime.store.sqlite.migrate import applied_names
 from runtime.store.sqlite.migrate import apply_migrations as apply_migrations  # re-exported: database.py names it
 
 BUSY_TIMEOUT_MS = 60_000
@@ -79,9 +80,7 @@ def open_for_writing(
             if mode.lower() != "wal":
                 raise StoreError(f"could not put {path} in WAL mode (got {mode!r})")
             apply_migrations(opened[0], migrations)
-            missing = health.missing_schema(opened[0], migrations)
-            if missing:
-                raise StoreDamagedError(f"the store at {path} lacks {', '.join(missing)}: {health.DAMAGE_HINT}")
+            health.require_whole(opened[0], path, migrations)
             for _ in range(READERS + 1):
                 opened.append(_connect(path, synchronous))
         except BaseException:
@@ -94,17 +93,14 @@ def open_for_writing(
 def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite3.Connection]:
     """``READERS + 1`` read-only connections to the existing store at ``path``, which must be whole and
     need no migration (it cannot be migrated here)."""
-    if not path.is_file():
-        raise StoreError(f"there is no store at {path}")
-    guard.refuse_empty(path)
+    guard.require_store(path)
     opened: list[sqlite3.Connection] = []
     try:
         for _ in range(READERS + 1):
             opened.append(_connect_read_only(path))
         conn = opened[0]
         health.verify_opened(conn, path)
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if tables else set()
+        applied = applied_names(conn)
         pending = [m.name for m in migrations if m.name not in applied]
         if pending:
             raise StoreError(
@@ -112,9 +108,7 @@ def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite
                 "but it is read-only here: make the file and its directory writable by this user, "
                 "then run `rath-mcp migrate`"
             )
-        missing = health.missing_schema(conn, migrations)
-        if missing:
-            raise StoreDamagedError(f"the store at {path} lacks {', '.join(missing)}: {health.DAMAGE_HINT}")
+        health.require_whole(conn, path, migrations)
     except BaseException:
         for conn in opened:
             conn.close()
@@ -129,10 +123,7 @@ def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]
     guard.refuse_empty(path)  # not a new store: an empty file is an error (guard.creating)
     conn = sqlite3.connect(health.read_only_uri(path), uri=True)  # never creates (nor writes) the file
     try:
-        has_table = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
-        ).fetchone()
-        applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")} if has_table else set()
+        applied = applied_names(conn)
     finally:
         conn.close()
     return [m.name for m in migrations if m.name not in applied]
