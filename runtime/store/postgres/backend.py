@@ -11,18 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import asyncpg
-
 from runtime.schedules.store import Tick
 from runtime.store.core import schedules
 from runtime.store.core.backend import CoreBackend
-from runtime.store.core.dialect import POSTGRES
 from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
-from runtime.store.postgres.executor import PostgresExecutor, drive
-from runtime.store.postgres.notify import notify
-from runtime.store.postgres.runs import CHANNEL, PostgresRunQueue, PostgresRunStore
+from runtime.store.postgres.executor import PostgresExecutor
+from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore, announced
 from runtime.store.postgres.schema import ALL
 from runtime.store.url import StoreURL
 
@@ -39,13 +35,11 @@ class PostgresScheduleStore(CoreScheduleStore):
         self.db = db
 
     async def fire(self, schedule_id: str, expected: float, ticks: Sequence[Tick], next_at: float) -> list[str]:
-        async def write(conn: asyncpg.Connection) -> list[str]:
-            made = await drive(conn, schedules.fire(POSTGRES, schedule_id, expected, list(ticks), next_at))
-            for run_id in made:
-                await notify(conn, CHANNEL, run_id)  # sent once the write commits (notify.py)
-            return made
+        return await announced(self.db, _made, schedules.fire, schedule_id, expected, list(ticks), next_at)
 
-        return await self.db.write(write)
+
+def _made(run_ids: list[str]) -> list[str]:
+    return run_ids
 
 
 class PostgresBackend(CoreBackend[PostgresDatabase]):

@@ -48,7 +48,9 @@ async def _changed(conn: asyncpg.Connection, run_ids: Sequence[str]) -> None:
         await notify(conn, CHANNEL, run_id)
 
 
-async def _announced(db: PostgresDatabase, announce: runs.Announce, make: Callable[..., Op[T]], *args: Any) -> T:
+async def announced(db: PostgresDatabase, announce: runs.Announce, make: Callable[..., Op[T]], *args: Any) -> T:
+    """Run ``make``'s operation in a write and announce the runs ``announce`` names from its result (on commit)."""
+
     async def write(conn: asyncpg.Connection) -> T:
         result = await drive(conn, make(POSTGRES, *args))
         await _changed(conn, list(announce(result)))
@@ -83,26 +85,29 @@ async def _relay(sub: Subscription, hear: Callable[[Sequence[str]], None], quiet
             hear(list(dict.fromkeys(n.payload for n in notes if n.payload)))
 
 
-class PostgresRunQueue(runs.CoreRunQueue):
+class _Announcing:
+    """The core's run writes, each announcing the runs it changed (``announced``)."""
+
+    db: PostgresDatabase
+
+    async def _write(self, announce: runs.Announce, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
+        return await announced(self.db, announce, make, *args)
+
+
+class PostgresRunQueue(_Announcing, runs.CoreRunQueue):
     """Every worker's queue (``StoreBackend.queue()``): every tenant/project of the database."""
 
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(PostgresExecutor(db))
         self.db = db
 
-    async def _write(self, announce: runs.Announce, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
-        return await _announced(self.db, announce, make, *args)
 
-
-class PostgresRunStore(runs.CoreRunStore):
+class PostgresRunStore(_Announcing, runs.CoreRunStore):
     """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project, in PostgreSQL."""
 
     def __init__(self, db: PostgresDatabase, tenant: str, project: str) -> None:
         super().__init__(PostgresExecutor(db), tenant, project)
         self.db = db
-
-    async def _write(self, announce: runs.Announce, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
-        return await _announced(self.db, announce, make, *args)
 
     async def cancel(self, run_id: str, reason: str | None) -> None:
         async def write(conn: asyncpg.Connection) -> None:

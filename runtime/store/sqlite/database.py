@@ -108,12 +108,10 @@ class SQLiteDatabase:
                 writer, self._writer = self._writer, None
                 self._writer_conn = None
                 if writer is not None:
-                    writer.stop()
-                    await writer.join()
+                    await writer.close()
             readers, self._readers = self._readers, None
             if readers is not None:
-                readers.stop()
-                await readers.join()
+                await readers.close()
             here, self._here = self._here, None
             if here is not None:
                 here.close()

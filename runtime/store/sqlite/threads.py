@@ -100,14 +100,12 @@ class ConnectionThreads:
                         job.future.exception()  # seen: the cancellation is what the caller gets
             raise
 
-    def stop(self) -> None:
+    async def close(self) -> None:
         """Refuse new work and fail work not yet started; a job already running finishes, then each
-        thread closes its connection and ends."""
+        thread closes its connection and ends; returns once they all have."""
         self._stopped = True
         for _ in self._threads:
             self._jobs.put(None)
-
-    async def join(self) -> None:
         for thread in self._threads:
             await anyio.to_thread.run_sync(thread.join)
 
