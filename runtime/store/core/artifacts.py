@@ -85,17 +85,7 @@ def delete_artifact(
         return None, 0
     yield from _content_lock(d, tenant, project, gone.sha256)
     yield none("DELETE FROM artifacts WHERE tenant = ? AND project = ? AND id = ?", tenant, project, artifact_id)
-    left = int((yield value(_REFS, tenant, project, gone.sha256)) or 0)
-    if left == 0:
-        yield none(
-            "INSERT INTO artifact_deletions (tenant, project, sha256, token, at) VALUES (?, ?, ?, ?, ?)",
-            tenant,
-            project,
-            gone.sha256,
-            token,
-            at,
-        )
-    return gone, left
+    return gone, (yield from _mark_if_unreferenced(tenant, project, gone.sha256, token, at))
 
 
 def mark_unreferenced(d: Dialect, tenant: str, project: str, sha256: str, token: str, at: float) -> Op[int]:
@@ -103,6 +93,11 @@ def mark_unreferenced(d: Dialect, tenant: str, project: str, sha256: str, token:
     (``token``), as a delete of its last row marks it: the GC pass removes bytes no row names under
     the same protocol, so a save of that content meanwhile keeps its bytes."""
     yield from _content_lock(d, tenant, project, sha256)
+    return (yield from _mark_if_unreferenced(tenant, project, sha256, token, at))
+
+
+def _mark_if_unreferenced(tenant: str, project: str, sha256: str, token: str, at: float) -> Op[int]:
+    """Under the content's lock: how many rows name it; at 0, mark it as being deleted (``token``)."""
     left = int((yield value(_REFS, tenant, project, sha256)) or 0)
     if left == 0:
         yield none(
