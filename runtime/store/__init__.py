@@ -1,9 +1,10 @@
 """Where a runtime keeps its state: store URLs and the backends that open them.
 
 Each layer owns the protocol of its store (``runtime.sessions.store.SessionStore``,
-``runtime.durable.store.RunStore``, ``runtime.memory.store.MemoryStore``); a backend
-(``runtime/store/sqlite/``, ``runtime/store/postgres/``) implements all three with its own
-schema, migrations and SQL. This package knows none of the layers: it only finds the backend a
+``runtime.durable.store.RunStore``, ``runtime.memory.store.MemoryStore``); every store's rules,
+SQL and tables are written once in ``runtime/store/core`` and run by a backend
+(``runtime/store/sqlite/``, ``runtime/store/postgres/``), which keeps only its connection,
+transactions, notifications and dialect. This package knows none of the layers: it only finds the backend a
 URL names (``BACKENDS``) and hands it the URL. A backend module provides::
 
     async def open(url: StoreURL, *, synchronous: str) -> Backend  # .sessions/.runs/.memory(tenant, project), .close()
