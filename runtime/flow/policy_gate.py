@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from runtime.flow.tools import FlowToolCall, ToolArgumentsError, ToolGate
 from runtime.flow.workflow import EffectClass, StepContext
 from runtime.policy import POLICY_KEY, Call, PolicyDenied, Rule
 from runtime.sessions.model import ToolCall
 
 if TYPE_CHECKING:
     from runtime.durable.models import Decision
+    from runtime.flow.tools import FlowToolCall, ToolGate
 
 _APPROVAL_SCHEMA = {
     "type": "object",
@@ -38,6 +38,9 @@ def tool_gate(ctx: StepContext, workflow: str) -> ToolGate | None:
     governed = ctx.runtime.policy
     if not governed.policy.governs("tool"):
         return None
+    # Imported here, not at the top: every durable step's effect gate imports this module, and a server
+    # start must not load the agent stack's tools module (tests/test_cold_start.py).
+    from runtime.flow.tools import ToolArgumentsError
 
     async def gate(
         tool: FlowToolCall, call: ToolCall, arguments: dict[str, Any], key: str, input_trust: frozenset[str]

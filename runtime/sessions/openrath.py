@@ -76,7 +76,7 @@ def is_openrath(text: str) -> bool:
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
         row = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser: the JSONL reader names it
         return False
     return isinstance(row, dict) and row.get("record_type") == "header" and "schema_version" in row
 
