@@ -176,12 +176,17 @@ class LiveContext(StepContext):
         if self._effects is not None:
             self._effects[key] = stored
 
+    async def gate_effect(self, key: str) -> None:
+        """config.json's policy over effect ``key``, asked before it runs or replays (in this task, or for a
+        sync step's child: ``isolate.py``); the policy's own audit effects and decision transcripts aside."""
+        if self._governed and not key.startswith((POLICY_KEY, "decision:")):
+            await effect_gate(self, key, self.workflow)
+
     async def effect(
         self, key: str, fn: Callable[[], Any], effect_class: EffectClass | str = EffectClass.NON_IDEMPOTENT
     ) -> Any:
         cls = EffectClass(effect_class)
-        if self._governed and not key.startswith((POLICY_KEY, "decision:")):  # config.json's policy first
-            await effect_gate(self, key, self.workflow)
+        await self.gate_effect(key)
         with effect_span(self.tracing, key, cls.value) as span:
             replay, result, effect_id = await self.begin_effect(key, cls)
             span.set("rath.effect.id", effect_id)

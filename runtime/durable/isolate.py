@@ -26,8 +26,10 @@ import anyio
 import anyio.to_thread
 
 from runtime.durable.context import LiveContext
-from runtime.errors import InvalidInputError, RunFailure
+from runtime.durable.traced import NO_SPAN, effect_span
+from runtime.errors import ControlSignal, InvalidInputError, RunFailure
 from runtime.flow.workflow import EffectClass, SyncStepContext
+from runtime.telemetry import Span
 
 T = TypeVar("T")
 _HEADER = struct.Struct("!I")
@@ -118,33 +120,70 @@ def _child(sock: socket.socket, fn: Callable[..., Any], state: Any, live: LiveCo
 
 
 async def _serve(sock: socket.socket, live: LiveContext) -> tuple[Any, str | None]:
-    """Answer the child's ledger calls until it sends its result."""
-    while True:
-        await anyio.wait_readable(sock)
-        try:
-            message = await anyio.to_thread.run_sync(_recv, sock)
-        except EOFError:
-            raise RunFailure(
-                "the sync step's process died before returning", run_id=live.run_id, step=live.step
-            ) from None
-        kind = message[0]
-        if kind == "ok":
-            return message[1], message[2]
-        if kind == "raised":
-            raise RunFailure(f"{message[1]}: {message[2]}", run_id=live.run_id, step=live.step)
-        if kind == "progress":
-            await live.progress(message[1])
-            continue
-        try:
-            if kind == "effect":
-                replay, value, effect_id = await live.begin_effect(message[1], EffectClass(message[2]))
-                reply: tuple[Any, ...] = ("replay", value) if replay else ("go", effect_id)
-            else:
-                _, effect_id, key, cls, value, error = message
-                reply = ("done", await live.finish_effect(effect_id, key, EffectClass(cls), value, error))
-        except Exception as exc:
-            reply = ("error", f"{type(exc).__name__}: {exc}")
-        _send(sock, reply)
+    """Answer the child's ledger calls until it sends its result.
+
+    Each effect is asked of config.json's policy and traced here, as ``LiveContext.effect`` does for an
+    async step: its span opens at the child's ``effect`` and ends at its ``finish``. A policy that
+    parks the run (``require_approval``) ends the step here, the child killed: answered, the step runs
+    again and its earlier effects replay, as an async step's do.
+    """
+    spans: dict[str, Span] = {}  # the child's effect under way, by id (one at a time: the child waits)
+    try:
+        while True:
+            await anyio.wait_readable(sock)
+            try:
+                message = await anyio.to_thread.run_sync(_recv, sock)
+            except EOFError:
+                raise RunFailure(
+                    "the sync step's process died before returning", run_id=live.run_id, step=live.step
+                ) from None
+            kind = message[0]
+            if kind == "ok":
+                return message[1], message[2]
+            if kind == "raised":
+                raise RunFailure(f"{message[1]}: {message[2]}", run_id=live.run_id, step=live.step)
+            if kind == "progress":
+                await live.progress(message[1])
+                continue
+            try:
+                if kind == "effect":
+                    reply = await _begin(live, message[1], EffectClass(message[2]), spans)
+                else:
+                    _, effect_id, key, cls, value, error = message
+                    span = spans.pop(effect_id, NO_SPAN)
+                    try:
+                        reply = ("done", await live.finish_effect(effect_id, key, EffectClass(cls), value, error))
+                    finally:
+                        span.set("rath.effect.outcome", "failed" if error else "succeeded")
+                        if error:
+                            span.fail(error.split(":", 1)[0], error)
+                        span.__exit__(None, None, None)
+            except ControlSignal:  # a park (the policy asked a human): the step ends here
+                raise
+            except Exception as exc:
+                reply = ("error", f"{type(exc).__name__}: {exc}")
+            _send(sock, reply)
+    finally:
+        for span in spans.values():  # the child died or was stopped mid-effect
+            span.__exit__(None, None, None)
+
+
+async def _begin(live: LiveContext, key: str, cls: EffectClass, spans: dict[str, Span]) -> tuple[Any, ...]:
+    """The child asks to run effect ``key``: the policy, then the ledger (replay, or go with its id)."""
+    await live.gate_effect(key)
+    span = effect_span(live.tracing, key, cls.value).__enter__()
+    try:
+        replay, value, effect_id = await live.begin_effect(key, cls)
+    except BaseException as exc:
+        span.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    span.set("rath.effect.id", effect_id)
+    if replay:
+        span.set("rath.effect.outcome", "replayed")
+        span.__exit__(None, None, None)
+        return ("replay", value)
+    spans[effect_id] = span
+    return ("go", effect_id)
 
 
 async def run_sync_step(fn: Callable[..., Any], state: Any, live: LiveContext) -> tuple[Any, str | None]:

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from runtime import EffectClass, InvalidInputError, Runtime, StepContext, Workflow, step
+from runtime import EffectClass, InvalidInputError, Runtime, StepContext, SyncStepContext, Workflow, step
 from runtime.access.store import AuditRecord
 from runtime.durable.models import Run
 from runtime.policy import Call, Policy
@@ -213,6 +213,18 @@ class Publish(Workflow):
         return {"published": True}
 
 
+class SyncPublish(Workflow):
+    """``Publish`` as a sync step: a child process, whose effects the parent's ledger (and policy) hears of."""
+
+    name = "publish"
+
+    @step(entry=True, effects=EffectClass.IDEMPOTENT)
+    def go(self, state: dict[str, Any], ctx: SyncStepContext) -> dict[str, Any]:
+        proof = Path(ctx.input["proof"])
+        ctx.effect("publish", lambda: proof.write_text("published"), EffectClass.IDEMPOTENT)
+        return {"published": True}
+
+
 async def start_publish(rt: Runtime, proof: Path, *, fetched: bool) -> Run:
     chunks: list[dict[str, Any]] = [{"kind": "user", "content": "publish the summary"}]
     if fetched:
@@ -222,7 +234,8 @@ async def start_publish(rt: Runtime, proof: Path, *, fetched: bool) -> Run:
     return await rt.runs.wait(run.id, 30)
 
 
-async def test_effect_rules_deny_or_hold_a_steps_effect(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flow", [Publish, SyncPublish], ids=["async step", "sync step"])
+async def test_effect_rules_deny_or_hold_a_steps_effect(tmp_path: Path, flow: type[Workflow]) -> None:
     home = make_home(
         tmp_path,
         [
@@ -232,7 +245,7 @@ async def test_effect_rules_deny_or_hold_a_steps_effect(tmp_path: Path) -> None:
     )
     proof = tmp_path / "published.txt"
     async with Runtime.open(home) as rt:
-        rt.workflows.register(Publish)
+        rt.workflows.register(flow)
         denied = await start_publish(rt, proof, fetched=False)
         assert denied.status == "failed" and not proof.exists()
         assert "policy rule 2 (deny) does not let effect publish run here" in (denied.error or "")

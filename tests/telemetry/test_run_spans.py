@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from runtime import EffectClass, Runtime, StepContext, Workflow, step
+from runtime import EffectClass, Runtime, StepContext, SyncStepContext, Workflow, step
 from runtime.telemetry.otel import OtelTracing
 from tests.otel_receiver import ReceivedSpan, Receiver, receiving
 
@@ -194,3 +194,40 @@ async def test_a_run_whose_worker_vanished_is_driven_again_with_a_lease_taken_ov
     (drive,) = named(receiver, "run echo")
     assert drive.events == ["lease.taken_over"]
     assert drive.event_attributes == [{"rath.lost_leases": 1}]
+
+
+class SyncNoter(Workflow):
+    """A sync step (run in a child process) with two effects: one that succeeds, one that fails and is caught."""
+
+    name = "sync_noter"
+
+    @step(entry=True, effects=EffectClass.NON_IDEMPOTENT)
+    def note(self, state: dict[str, Any], ctx: SyncStepContext) -> dict[str, Any]:
+        noted = ctx.effect("note", lambda: "noted", EffectClass.IDEMPOTENT)
+        try:
+            ctx.effect("refuse", _refuse, EffectClass.IDEMPOTENT)
+        except ValueError:
+            pass
+        return {**state, "noted": noted}
+
+
+def _refuse() -> None:
+    raise ValueError("not this one")
+
+
+async def test_a_sync_steps_effects_are_spans_of_its_step(home: Path, receiver: Receiver) -> None:
+    tracing = tracing_to(receiver)
+    try:
+        async with Runtime.open(home, tracing=tracing) as rt:
+            rt.workflows.register(SyncNoter)
+            run = await rt.runs.start("sync_noter", input={})
+            run = await rt.runs.wait(run.id, WAIT_S)
+            assert run.status == "succeeded", run
+    finally:
+        tracing.shutdown()
+
+    step_span = named(receiver, "step note")[0]
+    [note], [refuse] = named(receiver, "effect note"), named(receiver, "effect refuse")
+    assert note.parent_span_id == step_span.span_id and refuse.parent_span_id == step_span.span_id
+    assert note.attributes["rath.effect.outcome"] == "succeeded" and note.attributes["rath.effect.id"].startswith("eff")
+    assert refuse.attributes["rath.effect.outcome"] == "failed" and refuse.attributes["error.type"] == "ValueError"
