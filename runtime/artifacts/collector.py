@@ -22,6 +22,7 @@ from runtime.artifacts.blobs import BlobStore
 from runtime.artifacts.service import GRACE_S, ArtifactService
 from runtime.errors import InvalidInputError, NotFoundError, StoreError
 from runtime.ids import now
+from runtime.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +85,25 @@ class ArtifactCollector:
         self.on_pass = on_pass
 
     async def run(self) -> None:
-        """Pass after pass until cancelled; a pass that fails (the store unreachable) is logged and
-        tried again at the next interval."""
-        while True:
-            await self.clock.sleep(self.interval_s)
-            try:
-                removed = await self.pass_once()
-            except (StoreError, NotFoundError) as exc:
-                log.warning("the artifact GC pass failed, trying again in %.0f s: %s", self.interval_s, exc)
-                continue
-            if self.on_pass is not None:
-                await self.on_pass(removed)
+        """Pass after pass until cancelled, the first after one interval (``runtime.periodic``); a pass
+        that fails (the store unreachable) is logged in a line and tried again at the next interval, as
+        is one that fails otherwise (with its traceback)."""
+        failed = "the artifact GC pass failed"
+        periodic = Periodic(self._pass, self.interval_s, failed=failed, log=log, sleep=self._sleep, wait_first=True)
+        await periodic.run()
+
+    async def _sleep(self, seconds: float) -> None:
+        await self.clock.sleep(seconds)  # the clock of now (a test gives its own after this was made)
+
+    async def _pass(self) -> bool:
+        try:
+            removed = await self.pass_once()
+        except (StoreError, NotFoundError) as exc:  # expected now and then: one line, no traceback
+            log.warning("the artifact GC pass failed, trying again in %.0f s: %s", self.interval_s, exc)
+            return False
+        if self.on_pass is not None:
+            await self.on_pass(removed)
+        return False
 
     async def pass_once(self) -> dict[tuple[str, str], list[str]]:
         """One pass over every tenant/project found in the store; the keys removed, by scope."""

@@ -17,10 +17,9 @@ import logging
 import time
 from collections.abc import Callable
 
-import anyio
-
 from runtime.durable.registry import WorkflowRegistry
 from runtime.durable.store import NewRun, dumps
+from runtime.periodic import Periodic
 from runtime.schedules.cron import due_ticks, next_tick
 from runtime.schedules.store import Schedule, ScheduleStore, Tick
 from runtime.sessions.inputs import as_chunks, fresh
@@ -51,23 +50,20 @@ class Ticker:
         self.workflows = workflows
         self.wake_workers = wake_workers
         self.clock = clock
-        self.interval_s = interval_s
-        self._woken = anyio.Event()
+        failed = "could not fire the schedules that are due"
+        self.periodic = Periodic(self._look, interval_s, failed=failed, log=log)
 
     def wake(self) -> None:
         """A schedule was made or changed: look now."""
-        self._woken.set()
+        self.periodic.wake()
 
     async def run(self) -> None:
         """Fire what is due, then look again every ``interval_s`` (or when woken); until cancelled."""
-        while True:
-            self._woken = anyio.Event()
-            try:
-                await self.fire_due()
-            except Exception:  # a store outage: logged, tried again next time
-                log.exception("could not fire the schedules that are due; trying again")
-            with anyio.move_on_after(self.interval_s):
-                await self._woken.wait()
+        await self.periodic.run()
+
+    async def _look(self) -> bool:
+        await self.fire_due()
+        return False  # the next look after the interval, or when woken
 
     async def fire_due(self) -> list[str]:
         """Fire every schedule due at the clock's time now; the runs this call created."""

@@ -29,6 +29,7 @@ import httpx
 
 from runtime.errors import InvalidInputError
 from runtime.ids import new_id
+from runtime.periodic import Periodic
 from runtime.webhooks.signing import headers
 from runtime.webhooks.store import DELIVERED, FAILED, GONE, PENDING, Attempt, Delivery, WebhookStore
 from runtime.webhooks.targets import WebhookPolicy
@@ -84,12 +85,12 @@ class Sender:
         self.keys = (key,) if isinstance(key, bytes) else tuple(key)  # each signs every message (a rotation)
         self.clock = clock  # tries are stamped, and due, on this clock (tests inject one)
         self.jitter = jitter
-        self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.verify = verify  # how receivers' certificates are checked (default: the system's CAs; tests give theirs)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('snd')}"
-        self._woken = anyio.Event()
         self._pruned_at = 0.0
+        failed = "could not send the run notifications that are due"
+        self.periodic = Periodic(self.send_and_prune, interval_s, failed=failed, log=log)
 
     @property
     def lease_s(self) -> float:
@@ -98,22 +99,21 @@ class Sender:
 
     def wake(self) -> None:
         """Something may be due: look now."""
-        self._woken.set()
+        self.periodic.wake()
 
     async def run(self) -> None:
         """Send what is due, then look again every ``interval_s`` (or when woken); until cancelled."""
-        while True:
-            self._woken = anyio.Event()
-            try:
-                if len(await self.send_due()) == BATCH:
-                    continue  # a backlog: the next batch at once
-                if self.clock() - self._pruned_at >= PRUNE_EVERY_S:
-                    self._pruned_at = self.clock()
-                    await self.store.prune(self._pruned_at - KEEP_S)
-            except Exception:  # a store outage: logged, tried again next time
-                log.exception("could not send the run notifications that are due; trying again")
-            with anyio.move_on_after(self.interval_s):
-                await self._woken.wait()
+        await self.periodic.run()
+
+    async def send_and_prune(self) -> bool:
+        """One look: send what is due, and prune what is over once in ``PRUNE_EVERY_S``; True when the
+        batch was full (a backlog: the next look comes at once)."""
+        if len(await self.send_due()) == BATCH:
+            return True
+        if self.clock() - self._pruned_at >= PRUNE_EVERY_S:
+            self._pruned_at = self.clock()
+            await self.store.prune(self._pruned_at - KEEP_S)
+        return False
 
     async def send_due(self) -> list[tuple[Delivery, Attempt]]:
         """Claim what is due now and try each once (at the same time); what each try recorded."""
