@@ -21,6 +21,9 @@ It makes a database of its own on the server (and drops it at the end), migrates
   (no target: a step is not five statements, and beside it we looked better than we are).
 
 It prints a table and exits 1 when a target is missed.
+
+``--hosts N`` measures instead workers on N hosts (network namespaces, as root), reaching the store
+through a proxy that delays each chunk 0, 1 or 5 ms each way: ``bench/scale_hosts.py`` says what.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -101,18 +105,26 @@ async def listeners(url: str) -> int:
         await conn.close()
 
 
+def worker_command(url: str, slots: int, home: Path) -> list[str]:
+    """The command of one ``rath-mcp worker`` of ``slots`` slots on ``url`` serving the bench's workflows."""
+    command = [sys.executable, "-m", "rath_mcp", "worker", "--store", url, "--workers", str(slots)]
+    return [*command, "--home", str(home), "--workflows", FLOWS]
+
+
 @asynccontextmanager
-async def worker_processes(url: str, count: int, slots: int, home: Path) -> AsyncIterator[None]:
-    """``count`` ``rath-mcp worker`` processes on ``url``, each up (listening) before this yields."""
+async def worker_processes(
+    url: str, commands: list[list[str]], stop: signal.Signals = signal.SIGTERM
+) -> AsyncIterator[None]:
+    """The worker ``commands`` (``worker_command``s, maybe wrapped to run elsewhere) as processes, each up
+    (listening on ``url``'s database) before this yields; stopped with ``stop`` when the block ends, and
+    their connections gone before it returns (the next measurement counts its own workers' listeners)."""
     base = await listeners(url)
     processes = []
     try:
-        for i in range(count):
-            command = [sys.executable, "-m", "rath_mcp", "worker", "--store", url, "--workers", str(slots)]
-            command += ["--home", str(home / f"w{i}"), "--workflows", FLOWS]
+        for command in commands:
             processes.append(await anyio.open_process(command, cwd=ROOT, stdout=subprocess.DEVNULL))
         with anyio.fail_after(60):
-            while await listeners(url) < base + count:
+            while await listeners(url) < base + len(commands):
                 for p in processes:
                     if p.returncode is not None:
                         raise SystemExit(f"a worker exited with {p.returncode}")
@@ -121,13 +133,16 @@ async def worker_processes(url: str, count: int, slots: int, home: Path) -> Asyn
     finally:
         with anyio.CancelScope(shield=True):
             for p in processes:
-                p.terminate()
+                p.send_signal(stop)
             for p in processes:
                 with anyio.move_on_after(15):
                     await p.wait()
                 if p.returncode is None:
                     p.kill()
                     await p.wait()
+            with anyio.move_on_after(15):
+                while await listeners(url) > base:  # noqa: ASYNC110 (another process: polling is all there is)
+                    await anyio.sleep(0.1)
 
 
 async def drive(rt: Runtime, url: str, workflow: str, runs: int, steps: int) -> float:
@@ -151,7 +166,7 @@ async def drive(rt: Runtime, url: str, workflow: str, runs: int, steps: int) -> 
         await conn.close()
     if row["bad"]:
         raise SystemExit(f"{row['bad']} run(s) of {workflow} did not succeed")
-    return runs * (steps + 1) / (row["t1"] - row["t0"])  # each run: ``steps`` steps and its last one
+    return runs * (steps + 1) / float(row["t1"] - row["t0"])  # each run: ``steps`` steps and its last one
 
 
 async def scale_out(url: str, slots: int, steps: int, home: Path) -> dict[int, float]:
@@ -159,7 +174,8 @@ async def scale_out(url: str, slots: int, steps: int, home: Path) -> dict[int, f
     async with Runtime.open(home / "client", store=url, workers=0) as rt:
         rt.workflows.load(FLOWS)
         for count in PROCESSES:
-            async with worker_processes(url, count, slots, home / f"x{count}"):
+            commands = [worker_command(url, slots, home / f"x{count}" / f"w{i}") for i in range(count)]
+            async with worker_processes(url, commands):
                 await drive(rt, url, "wait_steps", count, 2)  # warm up: every process imports and connects
                 rates[count] = await drive(rt, url, "wait_steps", count * slots, steps)
     return rates
@@ -213,6 +229,10 @@ async def step_cost(url: str, bench_url: str, args: argparse.Namespace, home: Pa
 
 
 async def main(args: argparse.Namespace) -> int:
+    if args.hosts:
+        from bench.scale_hosts import hosts_main  # it imports this module
+
+        return await hosts_main(args)
     home = Path(tempfile.mkdtemp(prefix="rath-scale-"))
     try:
         async with scratch_database(args.server, f"rath_scale_{uuid.uuid4().hex[:10]}") as url:
@@ -269,6 +289,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--noop-steps", type=int, default=2000, help="no-op steps of the one run (64 runs: 1/32 each)")
     parser.add_argument("--pgbench-s", type=int, default=5, help="seconds each pgbench measurement runs")
     parser.add_argument("--rounds", type=int, default=3, help="rounds taking our runs and pgbench in turn")
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=0,
+        help="instead: workers on N hosts (network namespaces, root), bench/scale_hosts.py",
+    )
     return parser.parse_args(argv)
 
 
