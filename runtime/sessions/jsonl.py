@@ -14,7 +14,7 @@ carry lineage only (no content), so the DAG survives the trip.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,10 +64,12 @@ def _fail(line_no: int, what: str) -> InvalidInputError:
     )
 
 
-def parse(text: str) -> Document:
-    """Parse and fully validate an export; raises ``InvalidInputError`` naming the bad line."""
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInputError("the JSONL is empty; pass the text that session_export returned")
+def json_lines(text: str, fail: Callable[[int, str], InvalidInputError], tag: str) -> list[tuple[int, dict[str, Any]]]:
+    """The non-blank lines of ``text`` with their numbers (from 1), each a JSON object with a string ``tag``
+    that the store can keep; the first line that is not raises ``fail(line number, what is wrong)``.
+
+    Read by the session_export format here and by OpenRath's (``runtime.sessions.openrath``).
+    """
     rows: list[tuple[int, dict[str, Any]]] = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -75,15 +77,23 @@ def parse(text: str) -> Document:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise _fail(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise fail(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         except (RecursionError, ValueError):  # nested past the parser's depth, an integer of 4300+ digits
-            raise _fail(line_no, f"not JSON this store can keep (nested deeper than {MAX_DEPTH} levels?)") from None
-        if not isinstance(row, dict) or "type" not in row:
-            raise _fail(line_no, "each line must be a JSON object with a 'type'")
+            raise fail(line_no, f"not JSON this store can keep (nested deeper than {MAX_DEPTH} levels?)") from None
+        if not isinstance(row, dict) or not isinstance(row.get(tag), str):
+            raise fail(line_no, f"each line must be a JSON object with a {tag!r}")
         found = problem(row, int64=True)
         if found is not None:
-            raise _fail(line_no, f"the value at {shorten(found[0]) or 'the top'} {found[1]}")
+            raise fail(line_no, f"the value at {shorten(found[0]) or 'the top'} {found[1]}")
         rows.append((line_no, row))
+    return rows
+
+
+def parse(text: str) -> Document:
+    """Parse and fully validate an export; raises ``InvalidInputError`` naming the bad line."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError("the JSONL is empty; pass the text that session_export returned")
+    rows = json_lines(text, _fail, "type")
     line_no, first = rows[0]
     if first.get("type") != "session" or first.get("format") != FORMAT:
         raise _fail(

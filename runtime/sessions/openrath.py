@@ -33,7 +33,7 @@ from uuid import UUID
 from pydantic import ValidationError
 
 from runtime.errors import ConflictError, InvalidInputError, NotFoundError
-from runtime.jsonvalue import problem, shorten
+from runtime.sessions.jsonl import json_lines
 from runtime.sessions.merge import total_usage
 from runtime.sessions.model import Chunk, LineageNode, Placement, SessionInfo, ToolCall, Usage
 from runtime.sessions.store import NewSession, StoredChunk
@@ -94,20 +94,7 @@ class _Lines:
 def parse(text: str, source: str = "the JSONL") -> OpenRathSession:
     """Read and check a whole OpenRath session file; ``InvalidInputError`` names the first bad line."""
     lines = _Lines(source)
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise lines.fail(line_no, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("record_type"), str):
-            raise lines.fail(line_no, "each line must be a JSON object with a 'record_type'")
-        found = problem(row, int64=True)
-        if found is not None:
-            raise lines.fail(line_no, f"the value at {shorten(found[0]) or 'the top'} {found[1]}")
-        rows.append((line_no, row))
+    rows = json_lines(text, lines.fail, "record_type")
     if not rows:
         raise InvalidInputError(f"{source} is empty: an OpenRath session file starts with its header line")
     line_no, header = rows[0]
