@@ -5,77 +5,33 @@ checkpoint in one transaction, checked against the fencing token; a read-only st
 may have its commit held and made by the next one (``held.py``). The run keeps its claim
 between steps (no re-claim per step); it gives the claim up when it finishes, parks on an
 interrupt, or fails and waits for a retry (a retry's backoff never holds a claim).
+
+Calling a step's own code, and what came of it (an ``Outcome``), is ``step_call.py``'s; what each
+outcome commits is here.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 import anyio
 
 from runtime.durable.context import CURRENT_RUN, LiveContext
 from runtime.durable.engine import Engine
 from runtime.durable.held import CHAINED, CommitLine
-from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, StepCommit, dumps
+from runtime.durable.step_call import Lease, Outcome, call_step
+from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, HeldStep, StepCheckpoint, StepCommit
 from runtime.durable.traced import context_now, run_span, step_span
-from runtime.errors import CommitUnknownError, InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
-from runtime.sessions.model import SessionInfo
 from runtime.sessions.service import SessionService
 from runtime.sessions.store import NewSession
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Lease:
-    """A claim this process holds on a run; cancelling it stops the running step."""
-
-    run_id: str
-    token: int
-    scope: anyio.CancelScope | None = None
-    cancel_reason: str | None = None
-    cancelled: bool = False
-    lost: bool = False
-
-    def cancel(self, reason: str | None) -> None:
-        self.cancelled, self.cancel_reason = True, reason
-        if self.scope is not None:
-            self.scope.cancel()
-
-    def lose(self) -> None:
-        self.lost = True
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-@dataclass
-class Outcome:
-    kind: Literal["ok", "failed", "parked", "cancelled", "deadline", "lost"]
-    state_json: str = ""
-    next_step: str | None = None
-    error: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    result_json: str = "null"
-
-
-def _check_state(step: StepPlan, value: Any) -> str:
-    if not isinstance(value, dict):
-        raise InvalidInputError(
-            f"step {step.name!r} returned {type(value).__name__}; a step returns the new state dict"
-        )
-    try:
-        return dumps(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"step {step.name!r} returned a state that is not JSON-serialisable: {exc}") from None
 
 
 class Runner:
@@ -207,7 +163,7 @@ class Runner:
             ctx = self._context(spec)
             with step_span(self.engine.tracing, self.run_id, spec.name, self.attempt, self.visit) as span:
                 ctx.span = span
-                out = self._redacted(await self._execute(spec, ctx))
+                out = self._redacted(await call_step(self.plan, spec, ctx, self.lease, self.deadline))
                 span.set("rath.step.outcome", out.kind)
                 if out.kind == "failed":
                     span.fail("step_failed", out.error)
@@ -260,90 +216,6 @@ class Runner:
             before_write=self.line.flush,
             workflow=self.workflow,
         )
-
-    async def _execute(self, spec: StepPlan, ctx: LiveContext) -> Outcome:
-        limit = float("inf")
-        if spec.timeout_s is not None:
-            limit = spec.timeout_s
-        if self.deadline is not None:
-            limit = min(limit, self.deadline - now())
-        out: Outcome | None = None
-        deadline = anyio.current_time() + limit if limit != float("inf") else limit
-        with anyio.CancelScope(deadline=deadline) as scope:
-            self.lease.scope = scope
-            if self.lease.cancelled or self.lease.lost:
-                scope.cancel()
-            try:
-                out = await self._call(spec, ctx, json.loads(self.state_json))
-            except InterruptRaised:
-                out = Outcome("parked")
-            except LeaseLostError:
-                out = Outcome("lost")
-            except CommitUnknownError:
-                raise  # not the step's failure: its worker hands the run back
-            except RunFailure as exc:
-                out = Outcome("failed", error=str(exc))
-            except Exception as exc:
-                out = Outcome("failed", error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self.lease.scope = None
-        if out is not None:
-            return out
-        if self.lease.lost:
-            return Outcome("lost")
-        if self.lease.cancelled:
-            return Outcome("cancelled")
-        if self.deadline is not None and now() >= self.deadline:
-            return Outcome("deadline")
-        return Outcome("failed", error=f"step {spec.name!r} timed out after {spec.timeout_s}s")
-
-    async def _call(self, spec: StepPlan, ctx: LiveContext, state: Any) -> Outcome:
-        if spec.kind == "forward":
-            return await self._forward(ctx, state)
-        method = self.plan.method(spec.name)
-        if spec.is_async:
-            value = await method(state, ctx)
-        else:
-            value, session = await run_sync_step(method, state, ctx)
-            if session is not None:
-                ctx.set_output_session(session)
-        if spec.kind == "router":
-            if value not in spec.successors:
-                raise InvalidInputError(
-                    f"router {spec.name!r} returned {value!r}; it must return one of {list(spec.successors)}"
-                )
-            return Outcome("ok", state_json=self.state_json, next_step=value)
-        nxt = spec.successors[0] if spec.successors else None
-        state_json = _check_state(spec, value)
-        if nxt is None:
-            return Outcome("ok", state_json=state_json, result_json=await self._result(state_json))
-        return Outcome("ok", state_json=state_json, next_step=nxt)
-
-    async def _result(self, state_json: str) -> str:
-        """The workflow's ``result(state)`` of the final state, as JSON (a failure fails the last step)."""
-        value = self.plan.workflow.result(json.loads(state_json))
-        if inspect.isawaitable(value):
-            value = await value
-        try:
-            return dumps(value)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"result() of {self.plan.name} is not JSON-serialisable: {exc}") from None
-
-    async def _forward(self, ctx: LiveContext, state: Any) -> Outcome:
-        sessions = self.engine.services.sessions  # the run's scope's: the worker entered it
-        if self.session_id is not None:
-            session = await sessions.get(self.session_id)
-        else:
-            message = self.input.get("message")
-            chunks = [{"kind": "user", "content": str(message)}] if message else []
-            created: str = await ctx.effect("forward.input_session", partial(_created, sessions, chunks), "idempotent")
-            session = await sessions.get(created)
-        result = await self.plan.workflow.forward(session, ctx)  # type: ignore[attr-defined]
-        if not isinstance(result, SessionInfo):
-            raise InvalidInputError(f"forward() of {self.plan.name} returned {type(result).__name__}; return a Session")
-        ctx.set_output_session(result.id)
-        state_json = dumps({**state, "output_session_id": result.id})
-        return Outcome("ok", state_json=state_json, next_step=None, result_json=await self._result(state_json))
 
     async def _advance(self, spec: StepPlan, ctx: LiveContext, out: Outcome) -> bool:
         """Commit a completed step; True when the run goes on to another step in this claim."""
@@ -410,7 +282,3 @@ class Runner:
     async def _end(self, status: str, error: str) -> None:
         events: list[EventSpec] = [("run.state.changed", {"status": status, "reason": error})]
         await self._commit({**RELEASE, "status": status, "error": error}, events, settle=True)
-
-
-async def _created(sessions: Any, chunks: list[dict[str, Any]]) -> str:
-    return str((await sessions.create(chunks)).id)

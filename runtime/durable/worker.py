@@ -33,7 +33,8 @@ from anyio.abc import TaskGroup
 from runtime.durable.engine import Engine
 from runtime.durable.outage import Outage, once_reachable
 from runtime.durable.owner import is_gone, this_process
-from runtime.durable.runner import Lease, Runner
+from runtime.durable.runner import Runner
+from runtime.durable.step_call import Lease
 from runtime.durable.store import RELEASE, Claim, ClaimOrder, EventSpec, StepCommit
 from runtime.errors import CommitUnknownError, LeaseLostError, StoreUnavailableError
 from runtime.ids import now

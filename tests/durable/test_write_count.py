@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from runtime import Runtime
-from runtime.durable.runner import Lease, Runner
+from runtime.durable.runner import Runner
+from runtime.durable.step_call import Lease
 from runtime.durable.worker import Worker
 from runtime.store.sqlite.backend import SQLiteBackend
 
