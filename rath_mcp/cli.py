@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -328,22 +329,8 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
     from rath_mcp.server import build_server  # the MCP SDK is imported only by the commands that speak MCP
     from rath_mcp.transports import serve
 
-    async with Runtime.open(
-        home,
-        store=args.store,
-        tenant=args.tenant,
-        project=args.project,
-        workers=args.workers,
-        lease_s=args.lease_s,
-        max_queued_runs=args.max_queued_runs,
-        allow_webhook_hosts=args.allow_webhook_hosts,
-        sandbox=args.sandbox,
-        sandbox_policy=policy,
-        embedder=resolve_spec(args.embedder, home),
-        artifacts=args.artifacts,
-        artifact_gc_s=interval_from_env(args.artifact_gc_interval),
-        tracing=traces,
-    ) as rt:
+    only_serve = {"tenant": args.tenant, "project": args.project, "max_queued_runs": args.max_queued_runs}
+    async with _open_runtime(args, home, policy, traces, sandbox=args.sandbox, **only_serve) as rt:
         shell.load_workflows(rt, args.workflows)
         note(f"tool commands run with isolation: {rt.sandboxes.isolation}")
         remote = remote_for(rt, args.auth, issuer=args.issuer, audience=args.audience)
@@ -354,6 +341,26 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         frames = {"max_frame": args.max_frame_bytes} if args.max_frame_bytes else {}
         await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate, **frames)
     return 0
+
+
+def _open_runtime(
+    args: argparse.Namespace, home: Path, policy: SandboxPolicy, traces: Tracing, **only_serve: Any
+) -> AbstractAsyncContextManager[Runtime]:
+    """The runtime as ``serve`` and ``worker`` open it, from the flags both take (a flag added to both is
+    passed here once); ``only_serve``: what only ``serve`` sets (its scope, queue bound, sandbox)."""
+    return Runtime.open(
+        home,
+        store=args.store,
+        workers=args.workers,
+        lease_s=args.lease_s,
+        allow_webhook_hosts=args.allow_webhook_hosts,
+        sandbox_policy=policy,
+        embedder=resolve_spec(args.embedder, home),
+        artifacts=args.artifacts,
+        artifact_gc_s=interval_from_env(args.artifact_gc_interval),
+        tracing=traces,
+        **only_serve,
+    )
 
 
 def _traces() -> Tracing:
@@ -476,18 +483,7 @@ async def _worker(args: argparse.Namespace) -> int:
 
 
 async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy, traces: Tracing) -> int:
-    async with Runtime.open(
-        home,
-        store=args.store,
-        workers=args.workers,
-        lease_s=args.lease_s,
-        allow_webhook_hosts=args.allow_webhook_hosts,
-        sandbox_policy=policy,
-        embedder=resolve_spec(args.embedder, home),
-        artifacts=args.artifacts,
-        artifact_gc_s=interval_from_env(args.artifact_gc_interval),
-        tracing=traces,
-    ) as rt:
+    async with _open_runtime(args, home, policy, traces) as rt:
         shell.load_workflows(rt, args.workflows)
         store = store_name(resolve_store(args.store, home))
         isolation = rt.sandboxes.isolation
