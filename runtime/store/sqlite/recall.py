@@ -4,33 +4,34 @@ Why FTS5 (measured, see ARCHITECTURE.md and ``bench/memory.py``): adding an item
 into an inverted index (no rebuild, unlike rank-bm25), a query is a few ms at 100k items, its
 BM25 ranking agrees with rank-bm25, and the index lives in the same file and transactions as the
 rest of the runtime, so every process on a home shares it and a commit makes an item searchable
-at once. A query's cost grows with the number of items containing its terms: three rare words
-cost a few ms at 100k items, three words each present in most items a few hundred ms (every
-match is scored; there is no top-k pruning).
+at once.
 
-Scores are those ``runtime.memory.store`` defines (Okapi BM25 with Lucene's IDF). How SQLite gets
-there: FTS5 finds the items holding each term and evaluates the term-frequency part (``bm25()`` of a
-one-term query is ``-ftsidf(t) * tf*(k1+1)/(tf + k1*(1-b+b*dl/avgdl))`` with the same ``tf, dl,
-avgdl``, and FTS5's k1 and b are ``core.memory``'s ``K1`` and ``B``); we divide out FTS5's IDF,
-``ftsidf = ln((N-df+0.5)/(df+0.5))`` or 1e-6 when that is not positive, and multiply in
-``runtime.memory.store.idf``, with ``N`` read from FTS5's own row count (``_rows``) and ``df`` read
-from an ``fts5vocab`` table. Tests check the scores against rank-bm25's BM25Okapi given this IDF.
-Measured on one 100k-item store, three typical words, no other load (``bench/memory.py`` has the
-full figures): FTS5's own ranking 5 ms, this 7 ms; an explicit ``tf`` from ``fts5vocab`` instances
-14 ms; a postings table of our own (what the PostgreSQL backend keeps: ``(term, item, tf)`` plus
-per-item lengths) 6 ms, but with its own writes.
+Scores are those ``runtime.memory.store`` defines (Okapi BM25 with Lucene's IDF), with ``N`` and the
+total length read from FTS5's own averages record (``_averages``) and each term's ``df`` from an
+``fts5vocab`` table. A query is ranked in one of two ways, with the same results:
+
+- ``recall_topk``: FTS5's own ``bm25()`` query, once, best first; its leading rows are rescored exactly
+  until a bound shows no later row can enter the top ``k``. Its cost is FTS5's own query's.
+- ``_ranked`` (when the walk cannot decide, see ``recall_topk``): FTS5 evaluates each term's
+  term-frequency part in a query of its own (``bm25()`` of a one-term query is
+  ``-ftsidf(t) * tf*(k1+1)/(tf + k1*(1-b+b*dl/avgdl))``, FTS5's k1 and b being ``core.memory``'s ``K1``
+  and ``B``); we divide out FTS5's IDF and multiply in ``runtime.memory.store.idf``, summed per item.
+  It reads every posting of every term: for three words each in most items, two to three times FTS5's
+  own query.
+
+Tests check the scores against rank-bm25's BM25Okapi given this IDF, and the two ways against each other.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from runtime.memory import text
 from runtime.memory.store import NewMemory, idf
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.memory import ITEM_COLUMNS
 from runtime.store.core.statements import Op, Row, many, none, rows, value
+from runtime.store.sqlite import recall_topk as topk
 
 
 def create(d: Dialect, space: int) -> Op[None]:
@@ -52,18 +53,49 @@ def unindex(d: Dialect, space: int, seqs: Sequence[int]) -> Op[int]:
 
 
 def search(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) -> Op[list[Row]]:
-    n = _rows((yield value(f"SELECT block FROM memory_fts_{space}_data WHERE id = 1")))
+    n, total = _averages((yield value(f"SELECT block FROM memory_fts_{space}_data WHERE id = 1")))
     # The vocab table is the connection's own (``temp``): reading it needs no write to the file.
     vocab = f"memory_vocab_{space}"
     yield none(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} USING fts5vocab(main, memory_fts_{space}, row)")
     marks = ", ".join("?" * len(terms))
-    dfs = yield rows(f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({marks})", *terms)
-    weights = {r[0]: idf(n, int(r[1])) / _fts5_idf(n, int(r[1])) for r in dfs}  # only the terms present
-    if not weights:
+    counted = {
+        r[0]: int(r[1]) for r in (yield rows(f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({marks})", *terms))
+    }
+    dfs = {t: counted[t] for t in terms if t in counted}  # only the terms present, in the query's order
+    if not dfs:
         return []
+    pruned = yield from topk.search(space, dfs, n, total, k, scope)
+    if pruned is not None:
+        return pruned
+    weights = {t: idf(n, df) / topk.fts5_idf(n, df) for t, df in dfs.items()}
     sql, args = _ranked(space, weights, k, scope)
     found: list[Row] = yield rows(sql, *args)
     return found
+
+
+def _averages(block: bytes | None) -> tuple[int, int]:
+    """The index's item count and their total length in terms, from FTS5's "averages" record (see ``_rows``)."""
+    n, total, *_ = [*_varints(block or b"", 2), 0, 0]
+    return n, total
+
+
+def _varints(data: bytes, count: int) -> Iterator[int]:
+    """The first ``count`` of SQLite's varints in ``data``: big-endian 7-bit groups with the high bit set on
+    all but the last, a ninth byte carrying 8 bits."""
+    n = used = 0
+    for byte in data:
+        if used == 8:
+            n, used, byte = (n << 8) | byte, 0, 0
+            yield n
+        else:
+            n, used = (n << 7) | (byte & 0x7F), used + 1
+            if byte & 0x80:
+                continue
+            yield n
+        count -= 1
+        if count == 0:
+            return
+        n = used = 0
 
 
 def _rows(averages: bytes | None) -> int:
@@ -71,22 +103,8 @@ def _rows(averages: bytes | None) -> int:
     first, then each column's total length), which FTS5 itself writes as each insert's or delete's
     transaction commits (within one, the record may lag behind; a recall reads a
     committed snapshot). ``count(*)`` over ``_docsize`` equals it but scans the
-    table on every query (5.8 ms at a million items). The varint is SQLite's: big-endian 7-bit groups
-    with the high bit set on all but the last, a ninth byte carrying 8 bits."""
-    n = 0
-    for i, byte in enumerate(averages or b""):
-        if i == 8:
-            return (n << 8) | byte
-        n = (n << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            break
-    return n
-
-
-def _fts5_idf(n: int, df: int) -> float:
-    """The IDF FTS5's ``bm25()`` applies, which the ranking query divides out."""
-    raw = math.log((n - df + 0.5) / (df + 0.5))
-    return raw if raw > 0 else 1e-6
+    table on every query (5.8 ms at a million items)."""
+    return _averages(averages)[0]
 
 
 def _ranked(space: int, weights: dict[str, float], k: int, scope: str | None) -> tuple[str, list[object]]:

@@ -1,0 +1,171 @@
+"""A keyword recall's top ``k`` on SQLite with one FTS5 scan: FTS5 ranks, we rescore its leaders exactly.
+
+The store's score (``runtime.memory.store``) is Lucene's BM25: for each query term ``t`` in an item,
+``idf(t) * f(t)``, ``f(t) = tf*(k1+1)/(tf + k1*(1-b+b*dl/avgdl))``. FTS5's ``bm25()`` sums the same
+``f(t)`` over a query's phrases, but weighted by its own IDF, ``ftsidf(t) = ln((N-df+0.5)/(df+0.5))``, or
+1e-6 when that is not positive (a term in half the items or more). Scoring each term in a query of its
+own and summing per item (``recall._ranked``) is exact, but reads every posting of every term and runs
+``bm25()`` once per posting: three words each in most items cost two to three times FTS5's own query.
+
+So first FTS5's own query, once: ``"a" OR "b" OR ...`` ranked by ``bm25()``, best first, a bounded number
+of rows. For an item whose FTS5 score is ``s = sum(e(t) * f(t))`` (``e(t)`` the weight FTS5 gave ``t``),
+the store's score is at most the most that ``sum(idf(t) * f(t))`` can be with ``0 <= f(t) < k1+1`` and
+that ``s``: a fractional knapsack, filled in the order of ``idf/e`` (``_Bound``). That bound only grows
+with ``s``, so walking FTS5's order, once the bound of the next row is below the ``k``-th best exact
+score found so far, no row after it can enter the top ``k``. The rows walked are rescored exactly
+from the index's own text of the item (its terms joined by spaces: ``tf`` is a count, ``dl`` the number
+of terms), with the store's formula; each rescored row's FTS5 score is recomputed from the same
+``tf`` and ``dl`` and must equal what FTS5 said, or we do not trust the bound and the caller ranks the
+exact way. Results are the exact way's: the same items, the same scores (to rounding), ties to the
+lower ``seq``.
+
+How tight the bound is depends on how far ``idf/e`` differs between the terms. For words in fewer than
+half the items the two IDFs nearly agree (``idf/ftsidf`` within a few per cent): the walk stops after
+about ``k`` rows. A word in most items gets 1e-6 from FTS5 whatever its ``idf``; naming it up to
+``_COPIES`` times in the query (FTS5 sums each phrase, so ``e(t)`` becomes ``copies * ftsidf(t)``) brings
+such words' weights into proportion with one another. When the walk does not end within the rows
+taken (``_WIDE``: some word in most items weighing much in a query with rarer ones), ``search``
+returns None and the caller ranks the exact way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from runtime.memory.store import idf
+from runtime.memory.text import match_expression
+from runtime.store.core.memory import ITEM_COLUMNS, K1, B
+from runtime.store.core.statements import Op, Row, rows
+
+#: Rows of FTS5's ranking taken when the IDFs nearly agree (the walk ends near ``k``) ...
+_NARROW = 32
+#: ... and when they do not: each row walked costs a few microseconds of rescoring.
+_WIDE = 4096
+#: ``idf/e`` across the query's terms within this factor counts as "nearly agree".
+_AGREE = 1.1
+#: The most times a term is named in FTS5's query to weigh it (each copy is read on every row).
+_COPIES = 3
+#: FTS5's IDF of a word in half the items or more.
+_FLOOR = 1e-6
+#: A query mixing words in most items with rarer ones is ranked the exact way when the common words' idf
+#: add up to more than this share of the rarer words' (measured on the bench's corpus: beyond it the walk
+#: seldom ended within ``_WIDE`` rows, and the scan it took was wasted).
+_MIXED = 0.25
+#: Rows rescored per statement (the first batch is smaller: usually it is all there is to do).
+_BATCH = 256
+#: Slack for rounding when the bound is compared with an exact score and FTS5's score with ours.
+_SLACK = 1e-9
+
+
+def fts5_idf(n: int, df: int) -> float:
+    """The IDF FTS5's ``bm25()`` applies (``fts5_aux.c``)."""
+    raw = math.log((n - df + 0.5) / (df + 0.5))
+    return raw if raw > 0 else 1e-6
+
+
+class _Bound:
+    """The most the store's score can be for an item with FTS5 score ``s`` (see the module's text)."""
+
+    def __init__(self, weights: list[tuple[float, float]]) -> None:
+        self.order = sorted(weights, key=lambda we: we[0] / we[1], reverse=True)  # (idf, e), most idf per e first
+
+    def __call__(self, s: float) -> float:
+        left, most = s * (1 + _SLACK), 0.0
+        for weight, e in self.order:
+            f = min(K1 + 1, left / e)
+            most += weight * f
+            left -= e * f
+            if left <= 0:
+                break
+        return most * (1 + _SLACK)
+
+
+def copies(idfs: dict[str, float], fts: dict[str, float]) -> dict[str, int]:
+    """How many times to name each term so that FTS5's weights come near proportion with ours. Only words
+    in most items are named again, and only when all are: beside a rarer word, whose FTS5 weight is some
+    10^5 times theirs, copies would not change what the bound makes of them (all they can weigh)."""
+    if any(fts[t] > _FLOOR for t in fts):
+        return dict.fromkeys(idfs, 1)
+    lowest = min(idfs.values())
+    return {t: max(1, min(_COPIES, round(idfs[t] / lowest))) for t in idfs}
+
+
+def search(space: int, dfs: dict[str, int], n: int, total: int, k: int, scope: str | None) -> Op[list[Row] | None]:
+    """The top ``k`` (rows of ``ITEM_COLUMNS`` and ``score``, best first), or None: rank the exact way."""
+    avgdl = total / n
+    idfs = {t: idf(n, df) for t, df in dfs.items()}
+    fts = {t: fts5_idf(n, df) for t, df in dfs.items()}
+    clamped = sum(idfs[t] for t in dfs if fts[t] <= _FLOOR)
+    if clamped > _MIXED * (sum(idfs.values()) - clamped) > 0:
+        return None  # beside rarer words, common words weighing this much keep the walk going for thousands of rows
+    times = copies(idfs, fts)
+    e = {t: times[t] * fts[t] for t in dfs}
+    bound = _Bound([(idfs[t], e[t]) for t in dfs])
+    spread = max(idfs[t] / e[t] for t in dfs) / min(idfs[t] / e[t] for t in dfs)
+    take = (2 * k + _NARROW) * (1 if scope is None else 4) if spread <= _AGREE else max(_WIDE, 4 * k)
+    table = f"memory_fts_{space}"
+    phrases = match_expression([t for t in dfs for _ in range(times[t])])
+    ranked = yield rows(
+        f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY 2 DESC LIMIT ?", phrases, take
+    )
+    best: list[tuple[float, int]] = []  # a min-heap of (score, -seq): the worst of the top k first
+    at, batch = 0, k + 8
+    while at < len(ranked):
+        if len(best) == k and bound(ranked[at][1]) < best[0][0]:
+            break  # no row from here on can score above the k-th
+        chunk = ranked[at : at + batch]
+        at, batch = at + len(chunk), _BATCH
+        fts_score = {int(r[0]): float(r[1]) for r in chunk}
+        texts = yield rows(_texts(table, len(chunk), scope), *fts_score, *([scope] if scope is not None else []))
+        for seq, body in texts:
+            scored = _rescore(body, dfs, idfs, e, avgdl)
+            if scored is None or abs(scored[1] - fts_score[seq]) > _SLACK * fts_score[seq]:
+                return None  # FTS5 reads this item otherwise than we do: its bound cannot be trusted
+            item = (scored[0], -seq)
+            if len(best) < k:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+    else:
+        if len(ranked) == take:  # the walk did not end within the rows taken: more may follow
+            return None
+    if not best:
+        return []
+    top = sorted(((score, -negseq) for score, negseq in best), key=lambda x: (-x[0], x[1]))
+    values = ", ".join("(?, ?)" for _ in top)
+    found: list[Row] = yield rows(
+        f"WITH top(seq, score) AS (VALUES {values}) SELECT {ITEM_COLUMNS}, top.score FROM top"
+        " JOIN memory_items i ON i.seq = top.seq ORDER BY top.score DESC, i.seq",
+        *[x for seq_score in top for x in (seq_score[1], seq_score[0])],
+    )
+    return found
+
+
+def _texts(table: str, count: int, scope: str | None) -> str:
+    """The indexed text of ``count`` items by rowid (FTS5's content table), of ``scope`` alone when given."""
+    marks = ", ".join("?" * count)
+    if scope is None:
+        return f"SELECT id, c0 FROM {table}_content WHERE id IN ({marks})"
+    return (
+        f"SELECT c.id, c.c0 FROM {table}_content c JOIN memory_items i ON i.seq = c.id"
+        f" WHERE c.id IN ({marks}) AND i.scope = ?"
+    )
+
+
+def _rescore(
+    body: str, dfs: dict[str, int], idfs: dict[str, float], e: dict[str, float], avgdl: float
+) -> tuple[float, float] | None:
+    """The store's score of an item from its indexed text, and the score FTS5 gave it (to check the two
+    read it alike); None when it holds none of the terms. The text is our terms joined by single spaces:
+    with each space doubled, ``" t "`` occurrences do not overlap, and their count is ``tf``."""
+    spaced = " " + body.replace(" ", "  ") + " "
+    dl = body.count(" ") + 1
+    norm = K1 * (1 - B + B * dl / avgdl)
+    ours = theirs = 0.0
+    for term in dfs:
+        tf = spaced.count(f" {term} ")
+        if tf:
+            ours += idfs[term] * tf * (K1 + 1) / (tf + norm)
+            theirs += e[term] * (tf * (K1 + 1) / (tf + norm))
+    return (ours, theirs) if ours > 0 else None
