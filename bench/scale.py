@@ -50,6 +50,7 @@ if str(ROOT) not in sys.path:
 
 import anyio  # noqa: E402
 import asyncpg  # noqa: E402
+from anyio.abc import Process  # noqa: E402
 
 from runtime import Runtime  # noqa: E402
 from runtime.store import parse_store_url  # noqa: E402
@@ -119,36 +120,51 @@ async def worker_processes(
     (listening on ``url``'s database) before this yields; stopped with ``stop`` when the block ends, and
     their connections gone before it returns (the next measurement counts its own workers' listeners)."""
     base = await listeners(url)
-    processes = []
-    try:
-        for command in commands:
-            processes.append(await anyio.open_process(command, cwd=ROOT, stdout=subprocess.DEVNULL))
-        with anyio.fail_after(60):
-            while await listeners(url) < base + len(commands):
-                for p in processes:
-                    if p.returncode is not None:
-                        raise SystemExit(f"a worker exited with {p.returncode}")
-                await anyio.sleep(0.1)  # another process: polling is all there is
-        yield
-    finally:
-        with anyio.CancelScope(shield=True):
-            for p in processes:
-                p.send_signal(stop)
-            for p in processes:
+    processes: list[Process] = []
+    with tempfile.TemporaryFile() as log:  # their stderr (a pipe nobody reads would fill and stop them)
+        try:
+            for command in commands:
+                processes.append(await anyio.open_process(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log))
+            with anyio.fail_after(60):
+                while await listeners(url) < base + len(commands):
+                    for p in processes:
+                        if p.returncode is not None:
+                            log.seek(0)
+                            said = log.read().decode(errors="replace")[-3000:]
+                            raise SystemExit(f"a worker exited with {p.returncode}:\n{said}")
+                    await anyio.sleep(0.1)  # another process: polling is all there is
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(processes, stop)
                 with anyio.move_on_after(15):
-                    await p.wait()
-                if p.returncode is None:
-                    p.kill()
-                    await p.wait()
-            with anyio.move_on_after(15):
-                while await listeners(url) > base:  # noqa: ASYNC110 (another process: polling is all there is)
-                    await anyio.sleep(0.1)
+                    while await listeners(url) > base:  # noqa: ASYNC110 (another process: polling is all there is)
+                        await anyio.sleep(0.1)
+
+
+async def _stop(processes: list[Process], stop: signal.Signals) -> None:
+    for p in processes:
+        if p.returncode is None:
+            p.send_signal(stop)
+    for p in processes:
+        with anyio.move_on_after(15):
+            await p.wait()
+        if p.returncode is None:
+            p.kill()
+            await p.wait()
 
 
 async def drive(rt: Runtime, url: str, workflow: str, runs: int, steps: int) -> float:
     """Queue ``runs`` runs of ``workflow``, wait for all; committed steps per second, from the first run's
     creation to the last one's end (the store's own timestamps, so this process's waiting costs nothing)."""
-    ids = [(await rt.runs.start(workflow, input={"steps": steps})).id for _ in range(runs)]
+    ids: list[str] = []
+
+    async def start() -> None:
+        ids.append((await rt.runs.start(workflow, input={"steps": steps})).id)
+
+    async with anyio.create_task_group() as tg:  # all at once (their commits grouped): one by one, the
+        for _ in range(runs):  # last would be queued a few ms per run after the first, counted as wall time
+            tg.start_soon(start)
     conn = await asyncpg.connect(url, timeout=10)
     try:
         with anyio.fail_after(600):

@@ -169,15 +169,19 @@ def report(
     for d in SCALE_DELAYS_MS:
         one, many = med[f"wait 1 {d:g}"], med[f"wait {n} {d:g}"]
         efficiency = many / (n * one)
+        each = zip(figures[f"wait 1 {d:g}"], figures[f"wait {n} {d:g}"], strict=True)
+        rounds = " ".join(f"{m / (n * o):.2f}" for o, m in each)
         rows.append((f"0.1 s steps/s, {args.slots} runs on 1 host, {d:g} ms", one, ""))
         rows.append((f"0.1 s steps/s, {n * args.slots} runs on {n} hosts, {d:g} ms", many, ""))
-        rows.append((f"  scale-out efficiency 1 -> {n} hosts at {d:g} ms", efficiency, f">= {HOSTS_SCALE_TARGET}"))
+        target = f">= {HOSTS_SCALE_TARGET} (rounds: {rounds})"
+        rows.append((f"  scale-out efficiency 1 -> {n} hosts at {d:g} ms", efficiency, target))
         checks[f"scale-out at {d:g} ms"] = efficiency >= HOSTS_SCALE_TARGET
     rows.append((f"no-op steps/s, {MANY_RUNS} runs, {n} workers here, no proxy", med["noop direct"], ""))
     for d in DELAYS_MS:
         rows.append((f"no-op steps/s, {MANY_RUNS} runs on {n} hosts, {d:g} ms", med[f"noop {d:g}"], ""))
     latency = med["noop 5"] / med["noop 0"]
-    rows.append(("  5 ms / 0 ms", latency, f">= {LATENCY_TARGET}"))
+    rounds = " ".join(f"{a / b:.2f}" for a, b in zip(figures["noop 5"], figures["noop 0"], strict=True))
+    rows.append(("  5 ms / 0 ms", latency, f">= {LATENCY_TARGET} (rounds: {rounds})"))
     checks["no-op steps at 5 ms"] = latency >= LATENCY_TARGET
     rows.append(
         ("  5 ms / no proxy (second line: the proxy's own cost counted)", med["noop 5"] / med["noop direct"], "")
