@@ -17,22 +17,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from runtime.extras import require_extra
 from runtime.telemetry.base import CAPTURE_VARIABLE, Attributes, AttributeValue, Kind, Span, Tracing
 
 require_extra("opentelemetry.sdk.trace", "otel")
 require_extra("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel")
+require_extra("opentelemetry.proto.trace.v1.trace_pb2", "otel")
 
 import opentelemetry.context as otel_context  # noqa: E402  (after the check naming the extra)
 import opentelemetry.trace as trace  # noqa: E402
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator  # noqa: E402
+
+from runtime.telemetry.otlp import OtlpSpanExporter  # noqa: E402
 
 DEFAULT_SERVICE_NAME = "rath-mcp"
 #: The longest a stop waits for the last spans to be sent; past it they are dropped (a hung collector).
@@ -104,7 +106,7 @@ class OtelTracing(Tracing):
     def from_environment(cls, environ: Mapping[str, str]) -> OtelTracing:
         """The OTLP/HTTP exporter and resource the ``OTEL_*`` variables describe."""
         capture = environ.get(CAPTURE_VARIABLE, "").strip().lower() == "true"
-        return cls(OTLPSpanExporter(), capture_content=capture, resource=_resource(environ))
+        return cls(OtlpSpanExporter(), capture_content=capture, resource=_resource(environ))
 
     def span(
         self,
@@ -114,9 +116,16 @@ class OtelTracing(Tracing):
         attributes: Attributes | None = None,
         carriers: Sequence[Mapping[str, object]] = (),
     ) -> OtelSpan:
-        parent = self._parent(carriers)
+        # a step's span (no carriers, no None among its attributes) goes to the SDK without copies
+        parent = self._parent(carriers) if carriers else None
+        if attributes and None in attributes.values():
+            attributes = _clean(attributes)
         started = self._tracer.start_span(
-            name, context=parent, kind=_KINDS[kind], attributes=_clean(attributes or {}), record_exception=False
+            name,
+            context=parent,
+            kind=_KINDS[kind],
+            attributes=cast(dict[str, AttributeValue], attributes),
+            record_exception=False,
         )
         return OtelSpan(started, self.capture_content)
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx2
@@ -132,7 +132,7 @@ async def test_a_traceparent_in_meta_parents_the_request_span(
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("transport", ["http", "sse"])
 async def test_an_http_traceparent_header_parents_the_request_span(
-    transport: Wire, era: Era, home: Path, receiver: Receiver
+    transport: Literal["http", "sse"], era: Era, home: Path, receiver: Receiver
 ) -> None:
     headers = {"traceparent": traceparent(HEADER_TRACE, HEADER_PARENT)}
     async with http_server(transport, home) as server, client(transport, era, home, server, headers) as c:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from runtime import EffectClass, Runtime, StepContext, SyncStepContext, Workflow, step
 from runtime.telemetry.otel import OtelTracing
+from runtime.telemetry.otlp import OtlpSpanExporter
 from tests.otel_receiver import ReceivedSpan, Receiver, receiving
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +57,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 def tracing_to(receiver: Receiver) -> OtelTracing:
-    return OtelTracing(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
+    return OtelTracing(OtlpSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
 
 
 def named(receiver: Receiver, name: str) -> list[ReceivedSpan]:

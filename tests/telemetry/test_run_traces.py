@@ -63,7 +63,7 @@ def texts(receiver: Receiver) -> str:
 
 async def call(client: Client, tool: str, meta: Any = None, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments, meta=meta)
-    assert not result.is_error and result.structured_content is not None, result.content
+    assert not result.is_error and isinstance(result.structured_content, dict), result.content
     return result.structured_content
 
 

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from runtime.providers import ModelRequest, ProviderRegistry
 from runtime.sandbox.policy import SandboxPolicy, ToolLimits
@@ -20,6 +19,7 @@ from runtime.sandbox.registry import SandboxRegistry
 from runtime.sessions import Placement
 from runtime.sessions.model import Chunk
 from runtime.telemetry.otel import OtelTracing
+from runtime.telemetry.otlp import OtlpSpanExporter
 from tests.fakes.model_server import FakeModelServer, Reply, serve
 from tests.otel_receiver import Receiver, receiving
 
@@ -51,7 +51,7 @@ def model_server() -> Iterator[FakeModelServer]:
 
 
 def tracing_to(receiver: Receiver, *, capture: bool = False) -> OtelTracing:
-    return OtelTracing(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"), capture_content=capture)
+    return OtelTracing(OtlpSpanExporter(endpoint=f"{receiver.url}/v1/traces"), capture_content=capture)
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "scripted"])

@@ -11,11 +11,11 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextContent
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from rath_mcp.server import build_server
 from runtime import Runtime
 from runtime.telemetry.otel import OtelTracing
+from runtime.telemetry.otlp import OtlpSpanExporter
 from tests.mcp.conftest import call
 from tests.otel_receiver import receiving
 
@@ -30,7 +30,7 @@ async def test_a_sampling_request_carries_the_model_calls_trace_context(home: Pa
         return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Four."), model="client")
 
     with receiving() as receiver:
-        tracing = OtelTracing(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
+        tracing = OtelTracing(OtlpSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
         try:
             async with (
                 Runtime.open(home, tracing=tracing) as rt,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from runtime.flow.mcp_tools import MCPServerSpec, MCPToolServer
 from runtime.telemetry.otel import OtelTracing
+from runtime.telemetry.otlp import OtlpSpanExporter
 from tests.otel_receiver import Receiver, receiving, trace_env
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ async def test_a_tool_call_from_a_step_is_the_parent_of_the_servers_request_and_
 ) -> None:
     serve = ("-m", "rath_mcp", "serve", "--transport", "stdio", "--home", str(tmp_path / "tools"))
     spec = MCPServerSpec(name="rath", command=sys.executable, args=serve, env=trace_env(receiver.url))
-    tracing = OtelTracing(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
+    tracing = OtelTracing(OtlpSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
     try:
         async with MCPToolServer(spec, tracing=tracing) as server:
             with tracing.span("step act"):
