@@ -1,11 +1,12 @@
 """SQLite's one-scan top k (``runtime.store.sqlite.recall_topk``) returns what ranking every posting returns.
 
-A real store file: items written through the runtime, then the two rankings run on one connection in one
-snapshot: the walk over FTS5's own order, rescoring its leaders, and ``recall._ranked`` (each term scored
-in a query of its own, summed per item). Same items in the same order, scores to 1e-12. The queries
-cover words in most items (FTS5's IDF clamped to 1e-6: the walk names them more than once), rare words,
-a mix, k from 1 to 40 and a scope filter; the walk must actually decide the rare and the common queries
-(not hand them all back to the exact ranking), or this would compare the exact ranking with itself.
+A real store file: items written through the runtime, then the two rankings run on one connection in
+one snapshot: the walk over FTS5's own order (taken here whatever the postings' count), rescoring its
+leaders, and ``recall._ranked`` (each term scored in a query of its own, summed per item). Same items
+in the same order, scores to 1e-12. The queries cover words in most items (FTS5's IDF clamped to
+1e-6: the walk names them more than once), rare words, a mix, k from 1 to 40 and a scope filter; the
+walk must actually decide the rare and the common queries (not hand them all back to the exact
+ranking), or this would compare the exact ranking with itself.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _rankings(
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.v USING fts5vocab(main, memory_fts_{space}, row)")
     counted = dict(conn.execute(f"SELECT term, doc FROM temp.v WHERE term IN ({', '.join('?' * len(terms))})", terms))
     dfs = {t: counted[t] for t in terms if t in counted}
-    walked = drive(conn, recall_topk.search(space, dfs, n, total, k, scope))
+    walked = drive(conn, recall_topk.search(space, dfs, n, total, k, scope, least=0))  # small: walk anyway
     weights = {t: idf(n, df) / recall_topk.fts5_idf(n, df) for t, df in dfs.items()}
     sql, args = recall._ranked(space, weights, k, scope)
     exact = [(r["seq"], r["score"]) for r in conn.execute(sql, args)]
