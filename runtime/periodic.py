@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 import anyio
 
@@ -22,27 +23,20 @@ Pass = Callable[[], Awaitable[bool]]
 """One pass; True when it left more to do at once."""
 
 
+@dataclass(eq=False)  # one loop is equal to itself only
 class Periodic:
-    def __init__(
-        self,
-        one_pass: Pass,
-        interval_s: float,
-        *,
-        failed: str,
-        log: logging.Logger,
-        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-        wait_first: bool = False,
-    ) -> None:
-        """``failed``: what a pass that raised could not do, for the log line (``log``: its owner's logger).
-        ``wait_first``: the first pass comes after one interval, not at once."""
-        self.one_pass = one_pass
-        self.interval_s = interval_s
-        self.failed = failed
-        self.log = log
-        self.sleep = sleep
-        self.wait_first = wait_first
-        self._woken = False
-        self._waiting: anyio.CancelScope | None = None
+    """``failed``: what a pass that raised could not do, for the log line (``log``: its owner's logger).
+    ``wait_first``: the first pass comes after one interval, not at once."""
+
+    one_pass: Pass
+    interval_s: float
+    _: KW_ONLY
+    failed: str
+    log: logging.Logger
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    wait_first: bool = False
+    _woken: bool = field(default=False, init=False)
+    _waiting: anyio.CancelScope | None = field(default=None, init=False)
 
     def wake(self) -> None:
         """Something may be due: the next pass now (after the one under way, if any)."""
