@@ -2,8 +2,9 @@
 it arrived. This kernel has no ``netem`` qdisc, so this is how a test or bench puts a network's delay
 between worker hosts (network namespaces, ``netns.py``) and PostgreSQL.
 
-Chunks are not serialized behind each other's delay: each is stamped when read and written once its
-time has come, so the proxy adds latency, not a bandwidth limit, and keeps each direction's order.
+Chunks are not serialized behind each other's delay: each is stamped when it arrives and written once
+its time has come (with any others then due), so the proxy adds latency, not a bandwidth limit, and
+keeps each direction's order. A side that closes closes the other, after the delay.
 
 It runs as a process of its own (``start`` below; ``python -m tests.store.postgres.delay_proxy``), so
 its event loop competes with neither the test's nor the bench's: one ``--listen HOST:PORT:DELAY_MS``
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -30,77 +31,96 @@ from anyio.abc import Process
 ROOT = Path(__file__).resolve().parents[3]
 
 
-async def _carry(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
-    """Copy ``reader`` to ``writer``, each chunk ``delay`` seconds after it was read; EOF passed on last."""
-    loop = asyncio.get_running_loop()
-    queue: deque[tuple[float, bytes]] = deque()
-    arrived = asyncio.Event()
-    done = False
+CLOSE = None  # in a way's queue: the source closed (EOF or lost); close the target once it is due
 
-    async def read() -> None:
-        nonlocal done
+
+class _Way:
+    """One direction of a connection: what arrives from one side is written to the other ``delay`` seconds
+    later. Callbacks and one timer at a time, no task per chunk: the proxy's own CPU stays small beside
+    what it carries (it shares the machine's cores with what is measured)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        self.loop, self.delay = loop, delay
+        self.target: asyncio.Transport | None = None  # set once both sides are connected
+        self.queue: deque[tuple[float, bytes | None]] = deque()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def put(self, data: bytes | None) -> None:
+        self.queue.append((self.loop.time() + self.delay, data))
+        if self.timer is None and self.target is not None:
+            if self.delay <= 0:
+                self._flush()
+            else:
+                self.timer = self.loop.call_at(self.queue[0][0], self._flush)
+
+    def connect(self, target: asyncio.Transport) -> None:
+        self.target = target
+        self._flush()
+
+    def _flush(self) -> None:
+        """Write every chunk that is due, in order, as one write; then wait for the next one's time."""
+        self.timer = None
+        assert self.target is not None
+        now, due = self.loop.time(), bytearray()
+        while self.queue and self.queue[0][0] <= now:
+            data = self.queue.popleft()[1]
+            if data is CLOSE:
+                if due and not self.target.is_closing():
+                    self.target.write(bytes(due))
+                self.target.close()
+                self.queue.clear()
+                return
+            due += data
+        if due and not self.target.is_closing():
+            self.target.write(bytes(due))
+        if self.queue:
+            self.timer = self.loop.call_at(self.queue[0][0], self._flush)
+
+
+class _Side(asyncio.Protocol):
+    """One end of a proxied connection: what it receives goes into ``way`` (towards the other end)."""
+
+    def __init__(self, way: _Way) -> None:
+        self.way = way
+
+    def data_received(self, data: bytes) -> None:
+        self.way.put(data)
+
+    def eof_received(self) -> None:
+        self.way.put(CLOSE)  # PostgreSQL's protocol has no use for half-closed: the other end closes too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.way.put(CLOSE)
+
+
+class _Client(_Side):
+    """The accepted end: connects to the target, then both ways flow (the client's first bytes wait)."""
+
+    def __init__(self, target: tuple[str, int], delay: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        super().__init__(_Way(self.loop, delay))
+        self.back = _Way(self.loop, delay)
+        self.target = target
+        self.connecting: asyncio.Task[None] | None = None  # held: the loop keeps only a weak reference
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.connecting = self.loop.create_task(self._connect(transport))
+
+    async def _connect(self, client: asyncio.Transport) -> None:
         try:
-            while data := await reader.read(65536):
-                queue.append((loop.time() + delay, data))
-                arrived.set()
-        finally:
-            done = True
-            arrived.set()
-
-    reading = asyncio.ensure_future(read())
-    try:
-        while True:
-            if not queue:
-                if done:
-                    break
-                arrived.clear()
-                await arrived.wait()
-                continue
-            due, data = queue.popleft()
-            if (wait := due - loop.time()) > 0:
-                await asyncio.sleep(wait)
-            while queue and queue[0][0] <= loop.time():  # whatever else is due goes in the same write
-                data += queue.popleft()[1]
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    finally:
-        reading.cancel()
-        with contextlib.suppress(BaseException):
-            await reading
-
-
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-def _handler(target: tuple[str, int], delay: float) -> Handler:
-    """Serve one client: connect to ``target``, carry both ways with the delay, until both ways end
-    (or one fails: then both are cut)."""
-
-    async def connection(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        try:
-            server_r, server_w = await asyncio.open_connection(*target)
+            upstream, _ = await self.loop.create_connection(lambda: _Side(self.back), *self.target)
         except OSError:
-            client_w.transport.abort()
+            client.abort()
             return
-        ways = [asyncio.ensure_future(_carry(client_r, server_w, delay))]
-        ways.append(asyncio.ensure_future(_carry(server_r, client_w, delay)))
-        with contextlib.suppress(Exception):
-            await asyncio.wait(ways, return_when=asyncio.FIRST_EXCEPTION)
-        for way in ways:
-            way.cancel()
-        for writer in (client_w, server_w):
-            writer.transport.abort()
-        await asyncio.gather(*ways, return_exceptions=True)
-
-    return connection
+        self.way.connect(upstream)
+        self.back.connect(client)
 
 
 async def _main(target: tuple[str, int], listens: Sequence[tuple[str, int, float]]) -> None:
     servers = []
     for host, port, delay_ms in listens:
-        server = await asyncio.start_server(_handler(target, delay_ms / 1000), host, port)
+        server = await asyncio.get_running_loop().create_server(partial(_Client, target, delay_ms / 1000), host, port)
         servers.append(server)
         print(host, server.sockets[0].getsockname()[1], delay_ms, flush=True)
     print("ready", flush=True)

@@ -120,7 +120,7 @@ class Barrier:
 def driven(ledger: Path) -> Counter[tuple[str, str, str]]:
     """How many times each (run, step, visit) ran."""
     lines = ledger.read_text().splitlines() if ledger.exists() else []
-    return Counter(tuple(line.split()[:3]) for line in lines)  # type: ignore[misc]
+    return Counter((run_id, step, visit) for run_id, step, visit, _host in map(str.split, lines))
 
 
 def hosts_of(ledger: Path) -> dict[str, set[str]]:
