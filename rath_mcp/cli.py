@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -316,12 +316,7 @@ async def _serve(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     if (problem := configuration_problem(home)) is not None:
         note(problem)  # one line, then serve: the client's model (sampling) and offline workflows still work
-    policy = _sandbox_policy(args, home)
-    traces = _traces()
-    try:
-        return await _serve_traced(args, home, policy, traces)
-    finally:
-        await _stop_traces(traces)
+    return await _traced(_serve_traced, args, home)
 
 
 async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPolicy, traces: Tracing) -> int:
@@ -341,6 +336,21 @@ async def _serve_traced(args: argparse.Namespace, home: Path, policy: SandboxPol
         frames = {"max_frame": args.max_frame_bytes} if args.max_frame_bytes else {}
         await serve(server, args.transport, host=args.host, port=args.port, gate=remote.gate, **frames)
     return 0
+
+
+async def _traced(
+    command: Callable[[argparse.Namespace, Path, SandboxPolicy, Tracing], Awaitable[int]],
+    args: argparse.Namespace,
+    home: Path,
+) -> int:
+    """``serve`` or ``worker`` with the sandbox policy its flags set and the tracing the environment asks
+    for, whose last spans are sent however the command ends."""
+    policy = _sandbox_policy(args, home)
+    traces = _traces()
+    try:
+        return await command(args, home, policy, traces)
+    finally:
+        await _stop_traces(traces)
 
 
 def _open_runtime(
@@ -473,13 +483,7 @@ def _backup_to(path: Path, dest: str) -> str:
 
 
 async def _worker(args: argparse.Namespace) -> int:
-    home = resolve_home(args.home)
-    policy = _sandbox_policy(args, home)
-    traces = _traces()
-    try:
-        return await _work(args, home, policy, traces)
-    finally:
-        await _stop_traces(traces)
+    return await _traced(_work, args, resolve_home(args.home))
 
 
 async def _work(args: argparse.Namespace, home: Path, policy: SandboxPolicy, traces: Tracing) -> int:
