@@ -105,13 +105,14 @@ class LocalEmbedder:
 
     What a query costs (measured on 2 cores, bench.memory's 13-token queries): ~20 ms of CPU, 2.5 ms
     plus 1.3 ms a token, nearly all in the engine's 4-bit matrix products (it also widens the 4-bit
-    weights to bytes at every call, but that is the 2.5 ms). Passive, the second thread adds no
+    weights to bytes at every call: within the 2.5 ms). Passive, the second thread adds no
     speed on a free core (each of the ~170 parallel regions of a pass waits for a sleeping thread's
-    wake-up) but keeps a query near its CPU time under load: 21 ms p50 at load 8-13, one thread
-    39-63 ms. Spinning 3,000 times first (``GOMP_SPINCOUNT``, ~30 us) halved it when a core was free
-    (9.4-11 ms) and made it 54-210 ms p50 at load 7-13 (both threads on one core, each region a time
-    slice), so it is not set here. The model run in numpy on weights widened to float32 once (85 MiB
-    more) cost more CPU than the engine: 23-28 ms for its matrix products alone.
+    wake-up) but mostly keeps a query near its CPU time under load: two threads 20.5-24.3 ms p50
+    in 9 runs of 13 at load 4-14, one thread 38-64 ms in 6 runs of 8. Spinning 3,000 times first
+    (``GOMP_SPINCOUNT``, ~30 us) halved it when a core was free (9.4-11 ms) and made it 54-210 ms
+    p50 at load 7-13 (both threads on one core, each region a time slice), so it is not set here.
+    The model run in numpy on weights widened to float32 once (85 MiB more) cost more CPU than the
+    engine: 23-28 ms for its matrix products alone.
     """
 
     def __init__(self) -> None:
