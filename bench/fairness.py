@@ -7,8 +7,9 @@
    on an idle fleet. Target: at most 2x (exit 1 when missed).
 2. Claim throughput with fairness (the queue every worker claims through, ordered by the running runs
    of each scope) and without (a scope's own claims, the plain order): ``--claims`` claims each, one
-   at a time, in alternating turns of 20, each claimed run given back (untimed) so the store keeps
-   a queue of twice that many and a fleet's 16 runs running; a rate is 1 / the median claim's time.
+   at a time, in alternating turns of 20, each claimed run given back (untimed: released, then requeued
+   by the reaper, as a worker's shutdown hands its runs on) so the store keeps a queue of twice that
+   many and a fleet's 16 runs running; a rate is 1 / the median claim's time.
    Target: fair >= 0.9x of plain (exit 1 when missed).
 
 On the embedded SQLite store (``synchronous=FULL``), in a temporary home; with ``--pg`` (or
@@ -89,9 +90,10 @@ async def claims_per_s(url: str, claims: int, block: int = 20, fleet: int = 16) 
     """Claims a second, one at a time, through the fair queue and through a scope's own claims, in turns of
     ``block`` claims each from one queue of ``2 * claims`` runs (so both see the same depth, and a burst of
     the machine's other work falls on both). Only the claims are timed: each claimed run is given back
-    afterwards, so the store holds what a working fleet has, ``fleet`` of A's runs running (the fair order
-    counts them on every claim) and the rest queued. B holds a queued run of a workflow no claimer here
-    serves: the fair walk weighs B's scope on every claim and finds nothing to take there."""
+    afterwards (released, and requeued by ``reap`` at the back of the queue: a released run would stay
+    ``running`` until a reaper hands it on), so the store holds what a working fleet has, ``fleet`` of A's
+    runs running (the fair order counts them on every claim) and the rest queued. B holds a queued run of
+    a workflow no claimer here serves: the fair walk weighs B's scope on every claim and finds nothing to take there."""
     backend = await open_backend(parse_store_url(url))
     try:
         store: RunStore = backend.runs(*A)
@@ -110,6 +112,7 @@ async def claims_per_s(url: str, claims: int, block: int = 20, fleet: int = 16) 
                 (claim,) = await claimer.claim("bench", 60.0, 1, ["noop"])
                 spent[fair].append(time.perf_counter() - start)
                 await queue.release([(claim.id, claim.token)])
+                await queue.reap()
         # the median claim's rate: a stall of the shared disk (a checkpoint, another suite's fsync) lasting
         # hundreds of claims' time would otherwise decide which side looks faster
         return 1.0 / statistics.median(spent[True]), 1.0 / statistics.median(spent[False])

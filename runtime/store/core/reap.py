@@ -23,6 +23,7 @@ from __future__ import annotations
 from runtime.durable.store import EventSpec
 from runtime.durable.store_shared import Scope, lost_worker_change, scope_args
 from runtime.ids import now
+from runtime.store.core.claims import sweep
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_rows import IN_SCOPE, RELEASED, end_unheld, plain_update
 from runtime.store.core.statements import Op, Row, rows
@@ -31,10 +32,13 @@ LOST_COLUMNS = "id, lease_owner, lease_token, lease_expires, cancel_requested, c
 
 
 def reap(d: Dialect, scope: Scope | None) -> Op[list[str]]:
-    """Requeue runs with expired leases, expire interrupts, time out runs past deadline (``None``: every scope)."""
+    """Requeue runs with expired leases, expire interrupts, time out runs past deadline (``None``: every scope,
+    and the scopes left with no queued run leave the fair queue's list, ``claims.sweep``)."""
     touched = yield from _expired_leases(d, scope)
     touched += yield from _expired_interrupts(d, scope)
     touched += yield from _past_deadline(d, scope)
+    if scope is None:
+        yield from sweep(d)
     return touched
 
 

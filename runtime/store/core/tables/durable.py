@@ -17,6 +17,15 @@ columns ``cp_*``), not in a table of its own (0112): a step's commit then writes
 and in WAL mode with synchronous=FULL the fsync a step waits for costs about what the pages it
 carries do. PostgreSQL keeps ``run_checkpoints`` (written in the commit's one statement,
 ``runtime.store.core.run_rows``).
+
+``run_scopes`` lists the scopes (tenant, project) that have queued runs, so that a fair claim
+(``runtime.store.core.claims``) starts from them instead of seeking them in ``runs_fair``, where the
+entries of runs claimed since the last vacuum lie in the way. A trigger adds a run's scope whenever
+the run becomes queued (created, requeued by the reaper, decided, retried, forked, fired by a
+schedule: every path, present and future, without each writing it). Nothing removes a scope in the
+same transaction: ``claims.sweep`` drops scopes left with no queued run. On PostgreSQL the trigger
+holds a shared transaction lock of the scope, and the sweep drops only scopes whose exclusive lock
+it gets (so no uncommitted run is becoming queued there) after looking again under that lock.
 """
 
 from runtime.store.core.schema import AddColumn, Change, Index, Raw, Step, table
@@ -159,6 +168,41 @@ CHECKPOINTS_ON_EVENTS = Step(
 )
 TRACE_CONTEXT = Step("0113_durable_trace_context", AddColumn("runs", "trace_context json null"))
 
+RUN_SCOPES = table(
+    "run_scopes",
+    """
+    tenant    text   key
+    project   text   key
+    """,
+    without_rowid=True,
+)
+#: The lock key of a scope's queued runs (``claims.sweep`` takes it too), and the scope's row: a run becomes queued.
+SCOPE_LOCK = "hashtextextended('rath-queued-scope/' || {t} || '/' || {p}, 0)"
+_QUEUED_SCOPE_PG = f"""
+CREATE FUNCTION run_scopes_add() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({SCOPE_LOCK.format(t="NEW.tenant", p="NEW.project")});
+    INSERT INTO run_scopes (tenant, project) VALUES (NEW.tenant, NEW.project) ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER runs_queued_scope AFTER INSERT ON runs FOR EACH ROW WHEN (NEW.status = 'queued')
+    EXECUTE FUNCTION run_scopes_add();
+CREATE TRIGGER runs_requeued_scope AFTER UPDATE OF status ON runs FOR EACH ROW
+    WHEN (NEW.status = 'queued' AND OLD.status <> 'queued') EXECUTE FUNCTION run_scopes_add();
+INSERT INTO run_scopes (tenant, project) SELECT DISTINCT tenant, project FROM runs WHERE status = 'queued'
+"""
+_QUEUED_SCOPE_SQLITE = """
+CREATE TRIGGER runs_queued_scope AFTER INSERT ON runs WHEN NEW.status = 'queued' BEGIN
+    INSERT OR IGNORE INTO run_scopes (tenant, project) VALUES (NEW.tenant, NEW.project);
+END;
+CREATE TRIGGER runs_requeued_scope AFTER UPDATE OF status ON runs WHEN NEW.status = 'queued' AND OLD.status <> 'queued'
+BEGIN
+    INSERT OR IGNORE INTO run_scopes (tenant, project) VALUES (NEW.tenant, NEW.project);
+END;
+INSERT OR IGNORE INTO run_scopes (tenant, project) SELECT DISTINCT tenant, project FROM runs WHERE status = 'queued'
+"""
+SCOPES = Step("0114_durable_run_scopes", RUN_SCOPES, Raw(sqlite=_QUEUED_SCOPE_SQLITE, postgres=_QUEUED_SCOPE_PG))
+
 SQLITE = [
     Step("0100_durable_runs", *CREATED),
     Step("0101_durable_lease_losses", LOST_LEASES),
@@ -166,5 +210,6 @@ SQLITE = [
     RESULTS_AND_FORKS,
     CHECKPOINTS_ON_EVENTS,
     TRACE_CONTEXT,
+    SCOPES,
 ]
-POSTGRES = [Step("0100_durable", *CREATED, LOST_LEASES), CLAIMS, RESULTS_AND_FORKS, TRACE_CONTEXT]
+POSTGRES = [Step("0100_durable", *CREATED, LOST_LEASES), CLAIMS, RESULTS_AND_FORKS, TRACE_CONTEXT, SCOPES]
