@@ -29,7 +29,9 @@ from runtime.durable.store_shared import Scope, check_change, no_run, scope_args
 from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.core.dialect import Dialect
+from runtime.store.core.schema import TYPES, AddColumn, Table
 from runtime.store.core.statements import Op, Row, many, none, one, rows, value
+from runtime.store.core.tables import POSTGRES as POSTGRES_STEPS
 from runtime.store.core.webhooks import NOTIFIED, enqueue
 
 #: Where the worker's queries are in ``Scope | None`` (its parameters: ``scope_args``).
@@ -234,9 +236,20 @@ def run_row(d: Dialect, scope: Scope, run_id: str, *, lock: bool = False) -> Op[
 
 
 def insert_run(d: Dialect, scope: Scope, fields: dict[str, Any], events: Sequence[EventSpec]) -> Op[str]:
+    if d.arrays:
+        made = yield from insert_queued_below(d, scope, fields, events, None)
+        assert made is not None
+        return made
     at = now()
     run_id = new_id("run")
-    row = {
+    row = _new_row(scope, run_id, at, fields, len(events))
+    yield none(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", *row.values())
+    yield from append_events(d, run_id, len(events), events, at)
+    return run_id
+
+
+def _new_row(scope: Scope, run_id: str, at: float, fields: dict[str, Any], n: int) -> dict[str, Any]:
+    return {
         "id": run_id,
         "tenant": scope.tenant,
         "project": scope.project,
@@ -244,12 +257,56 @@ def insert_run(d: Dialect, scope: Scope, fields: dict[str, Any], events: Sequenc
         "next_at": at,
         "created_at": at,
         "updated_at": at,
-        "last_seq": len(events),
+        "last_seq": n,
         **fields,
     }
-    yield none(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", *row.values())
-    yield from append_events(d, run_id, len(events), events, at)
-    return run_id
+
+
+def insert_queued_below(
+    d: Dialect, scope: Scope, fields: dict[str, Any], events: Sequence[EventSpec], limit: int | None
+) -> Op[str | None]:
+    """Where lists bind as arrays: a new run's row and its events in ONE statement, made only while its scope
+    has fewer than ``limit`` queued runs (None: always). The run's id, or None when not made."""
+    at = now()
+    row = _new_row(scope, new_id("run"), at, fields, len(events))
+    args = [*row.values(), *((scope.tenant, scope.project, limit) if limit is not None else ())]
+    args += [at, [kind for kind, _ in events], [dumps(data) for _, data in events]]
+    found: str | None = yield value(_insert_sql(tuple(row), limit is not None), *args)
+    return found
+
+
+@lru_cache(maxsize=64)
+def _insert_sql(columns: tuple[str, ...], below: bool) -> str:
+    types = run_column_types()
+    values = ", ".join(f"?::{types[col]}" for col in columns)
+    within = (
+        " WHERE (SELECT COUNT(*) FROM runs WHERE tenant = ? AND project = ? AND status = 'queued') < ?" if below else ""
+    )
+    return (
+        f"WITH r AS (INSERT INTO runs ({', '.join(columns)}) SELECT {values}{within} RETURNING id), "
+        "e AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+        "SELECT r.id, e.ord, e.t, e.d, ?::double precision FROM r, unnest(?::text[], ?::text[]) "
+        "WITH ORDINALITY AS e(t, d, ord)) "
+        "SELECT id FROM r"
+    )
+
+
+@lru_cache(maxsize=1)
+def run_column_types() -> dict[str, str]:
+    """PostgreSQL's type of each column of ``runs``, as the tables describe them (what a parameter or an
+    array of them is cast to where the statement does not say)."""
+    found: dict[str, str] = {}
+    for step in POSTGRES_STEPS:
+        for change in step.changes:
+            if isinstance(change, Table) and change.name == "runs":
+                cols = list(change.columns)
+            elif isinstance(change, AddColumn) and change.table == "runs":
+                cols = [change.column]
+            else:
+                continue
+            for col in cols:
+                found[col.name] = TYPES[col.type][1].split(" COLLATE")[0].lower()
+    return found
 
 
 def has_reapable(d: Dialect, scope: Scope | None) -> Op[bool]:

@@ -54,6 +54,7 @@ from runtime.store.core.run_rows import (
     end_unheld,
     guarded_update,
     has_reapable,
+    insert_queued_below,
     insert_run,
     lock_held,
     plain_update,
@@ -94,6 +95,11 @@ def create(d: Dialect, scope: Scope, new: NewRun, first: Sequence[EventSpec]) ->
             if old["request_hash"] != new.request_hash:
                 raise idempotency_conflict(key, old["id"], old["request_hash"], new.request_hash)
             return str(old["id"])
+    if d.arrays:  # one statement, while the scope is far enough from its limit not to need the lock below
+        below = None if new.max_queued is None else new.max_queued - QUOTA_SLACK
+        made = yield from insert_queued_below(d, scope, new.columns(), first, below)
+        if made is not None:
+            return made
     if new.max_queued is not None:
         yield from _within_quota(d, scope, new.max_queued)
     return (yield from insert_run(d, scope, new.columns(), first))

@@ -9,11 +9,18 @@ write is BEGIN, its statements, COMMIT; under load many writes share the BEGIN/C
 and the WAL flush. ``max_batch`` stays below 64 because PostgreSQL caches 64 subtransaction ids
 per backend: past that, every other session's snapshots get slower ("suboverflow").
 
+Round trips, not the server's work, set the pace under load: each one waits for the server and then
+this process to be scheduled again. So writes that can be made together say so (``write``'s
+``merge``): the step commits of a batch are ONE statement (``PostgresRunStore``), whose answer also
+carries the transaction's id; the COMMIT carries the notifications (``commit_sending``). A batch of
+step commits is then three round trips, BEGIN, the statement and COMMIT, whatever its size.
+
 Two batches (in two lanes or two processes) may lock the same rows in different orders; PostgreSQL
 then breaks the cycle by failing one statement with ``deadlock_detected``. That write alone is
 rolled back (to its savepoint) and run again once its batch has committed and released its locks:
-it is never applied twice, and its caller never sees the conflict. Notifications a write sends
-(``notify``) go out once it has committed (see ``notify.py`` for why not inside it).
+it is never applied twice, and its caller never sees the conflict (merged writes whose statement
+fails are each run again alone). Notifications a write sends (``notify``) go out once it has
+committed (see ``notify.py`` for why not inside it).
 
 Faults. A connection lost before COMMIT was sent means the server rolled the transaction back:
 the batch is re-run on a fresh connection (``fn`` must therefore touch nothing but ``conn``; every
@@ -30,9 +37,7 @@ within ``resolve_window`` seconds, ``AmbiguousCommitError``; it is never retried
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import asyncpg
@@ -45,49 +50,14 @@ from runtime.store.postgres.faults import (
     safe_location,
     unreachable,
 )
-from runtime.store.postgres.notify import holding, send_held
+from runtime.store.postgres.notify import commit_sending, holding
+from runtime.store.postgres.writes import Lost, Merge, Work, Write, committed, gone, lock_conflict, run_unit, units
 
 T = TypeVar("T")
-Work = Callable[[asyncpg.Connection], Awaitable[T]]
 
 _ATTEMPTS = 3  # a batch lost before its commit is re-run at most this many times in all
 _LOCK_ROUNDS = 5  # a write that lost a deadlock is run again after its batch, at most this many times in all
-_LOCK_CONFLICTS = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
 log = logging.getLogger(__name__)
-
-
-def _lock_conflict(exc: BaseException) -> bool:
-    """True for the errors PostgreSQL raises to break a lock cycle: the write can simply be run again."""
-    return getattr(exc, "sqlstate", None) in _LOCK_CONFLICTS
-
-
-@dataclass
-class _Write(Generic[T]):
-    fn: Work[T]
-    result: Any = None
-    error: BaseException | None = None
-    taken: bool = False
-    retry: bool = False  # lost a deadlock (or a serialization conflict) and was rolled back alone
-    settled: anyio.Event = field(default_factory=anyio.Event)
-
-
-class _Lost(Exception):
-    """The connection went away before COMMIT reached the server: nothing was committed."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def _gone(conn: asyncpg.Connection, exc: BaseException) -> bool:
-    """True when ``exc`` (raised while using ``conn``) means the connection is lost. A pooled
-    connection lost under us is detached from its proxy, which then refuses every call."""
-    if is_connection_lost(exc):
-        return True
-    try:
-        return bool(conn.is_closed())
-    except asyncpg.InterfaceError:
-        return True
 
 
 async def _reset(conn: asyncpg.Connection) -> None:
@@ -125,12 +95,14 @@ class PostgresDatabase:
         self.resolve_window = resolve_window
         self._pool: asyncpg.Pool | None = None
         self._closing = False  # no new work; batches already running finish (and resolve) on the pool
-        self._pending: list[_Write[Any]] = []
+        self._pending: list[Write[Any]] = []
         self._busy = 0
         self._lane_free = anyio.Event()
         self._idle = anyio.Event()
         self._idle.set()
-        self.stats = {"batches": 0, "writes": 0, "reruns": 0, "resolved": 0, "deadlocks": 0}
+        self.stats = {"batches": 0, "writes": 0, "merged": 0, "reruns": 0, "resolved": 0, "deadlocks": 0}
+        #: the read operations (functions) seen to run more than one statement (``PostgresExecutor.read``)
+        self.several_reads: set[Any] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
     async def open(self) -> None:
@@ -179,15 +151,17 @@ class PostgresDatabase:
         return self._pool
 
     # -- writes -----------------------------------------------------------------------------
-    async def write(self, fn: Work[T]) -> T:
+    async def write(self, fn: Work[T], *, merge: Merge | None = None, payload: Any = None) -> T:
         """Run ``await fn(conn)`` inside a write transaction and return its result once committed.
 
         If ``fn`` raises, its changes (and only its) are rolled back and its error is re-raised.
         ``fn`` may be run more than once (when the connection is lost before the commit), so it
-        must not touch anything but ``conn``.
+        must not touch anything but ``conn``. With ``merge``, the writes of a batch sharing it are
+        made by one call of it, given their ``payload``s (``Merge``); ``fn`` makes this one alone
+        when that call fails.
         """
         self._live_pool()
-        item: _Write[T] = _Write(fn)
+        item: Write[T] = Write(fn, merge, payload)
         self._pending.append(item)
         try:
             while not item.taken:
@@ -225,7 +199,7 @@ class PostgresDatabase:
             if self._busy == 0:
                 self._idle.set()
 
-    async def _run_batch(self, items: list[_Write[Any]]) -> None:
+    async def _run_batch(self, items: list[Write[Any]]) -> None:
         self.stats["batches"] += 1
         self.stats["writes"] += len(items)
         for _ in range(_LOCK_ROUNDS):
@@ -237,7 +211,7 @@ class PostgresDatabase:
             for item in items:
                 item.retry = False
 
-    async def _run_round(self, items: list[_Write[Any]]) -> None:
+    async def _run_round(self, items: list[Write[Any]]) -> None:
         for attempt in range(_ATTEMPTS):
             for item in items:
                 item.result, item.error, item.retry = None, None, False
@@ -245,7 +219,7 @@ class PostgresDatabase:
                 async with self._batch_pool().acquire() as conn:
                     await self._commit_batch(conn, items)
                 return
-            except _Lost as lost:
+            except Lost as lost:
                 if attempt == _ATTEMPTS - 1:
                     error: BaseException = unreachable(self.where, lost.cause)
                     break
@@ -267,53 +241,57 @@ class PostgresDatabase:
             if not item.settled.is_set():  # a write already committed and told so keeps its result
                 item.result, item.error = None, error
 
-    async def _commit_batch(self, conn: asyncpg.Connection, items: list[_Write[Any]]) -> None:
-        single = len(items) == 1
-        held: list[tuple[str, str]] = []  # notifications of the writes that stay in: sent once committed
+    async def _commit_batch(self, conn: asyncpg.Connection, items: list[Write[Any]]) -> None:
+        parts = units(items)
+        single = len(parts) == 1
+        held: list[tuple[str, str]] = []  # notifications of the writes that stay in: sent with the COMMIT
+        xid: str | None = None
         try:
             await conn.execute("BEGIN" if single else "BEGIN; SAVEPOINT w")
-            for i, item in enumerate(items):
+            for i, unit in enumerate(parts):
                 if i:
                     await conn.execute("RELEASE SAVEPOINT w; SAVEPOINT w")
                 try:
                     with holding() as notes:
-                        item.result = await item.fn(conn)
+                        xid = await run_unit(conn, unit) or xid
                     held += notes
+                    self.stats["merged"] += len(unit) if unit[0].merge is not None else 0
                 except Exception as exc:
-                    if _gone(conn, exc):
+                    if gone(conn, exc):
                         raise
-                    item.error, item.retry = exc, _lock_conflict(exc)
+                    for item in unit:  # a merged unit's writes are each made alone next
+                        item.error, item.retry = exc, lock_conflict(exc) or item.merge is not None
+                        item.merge = None
                     await conn.execute("ROLLBACK" if single else "ROLLBACK TO SAVEPOINT w")
                     if single:
                         return
-            xid = await conn.fetchval("SELECT pg_current_xact_id_if_assigned()::text")
+            if xid is None:
+                xid = await conn.fetchval("SELECT pg_current_xact_id_if_assigned()::text")
         except Exception as exc:
-            if _gone(conn, exc):
-                raise _Lost(exc) from exc
+            if gone(conn, exc):
+                raise Lost(exc) from exc
             raise
         try:
-            await conn.execute("COMMIT")
+            await conn.execute(commit_sending(held))
         except Exception as exc:
-            if not _gone(conn, exc):
+            if gone(conn, exc):
+                if xid is None:
+                    return  # it had written nothing, so there is nothing it could have lost
+                await self._resolve(xid, exc)
+                return  # committed, but its connection is gone: its notifications are left to the polling fallback
+            if not await committed(conn, xid):
                 # Refused at commit (a deferred constraint, a serialization failure): nothing was written.
                 for item in items:
                     if item.error is None:
                         item.result, item.error = None, StoreError(f"the write transaction was refused: {exc}")
                 return
-            if xid is None:
-                return  # it had written nothing, so there is nothing it could have lost
-            await self._resolve(xid, exc)
-            return  # committed, but its connection is gone: its notifications are left to the polling fallback
-        for item in items:  # committed: their writers go on while the notifications are sent
+            log.warning("could not send %d notification(s) after a commit", len(held), exc_info=True)
+        for item in items:
             if not item.retry:
                 item.settled.set()
-        try:
-            await send_held(conn, held)
-        except Exception:  # the write stands whatever happens here: never re-run it
-            log.warning("could not send %d notification(s) after a commit", len(held), exc_info=True)
 
     async def _resolve(self, xid: str, cause: BaseException) -> None:
-        """Learn from the server whether transaction ``xid`` committed; raise ``_Lost`` if it did not."""
+        """Learn from the server whether transaction ``xid`` committed; raise ``Lost`` if it did not."""
         self.stats["resolved"] += 1
         deadline = anyio.current_time() + self.resolve_window
         last: BaseException = cause
@@ -325,12 +303,12 @@ class PostgresDatabase:
                 if status == "committed":
                     return
                 if status == "aborted":
-                    raise _Lost(cause)
-            except (_Lost, StoreError):
+                    raise Lost(cause)
+            except (Lost, StoreError):
                 raise
             except Exception as exc:
                 if is_future_xid(exc):
-                    raise _Lost(cause) from exc
+                    raise Lost(cause) from exc
                 if not is_connection_lost(exc):
                     raise
                 last = exc
@@ -348,19 +326,21 @@ class PostgresDatabase:
             await self._pool.expire_connections()
 
     # -- reads ------------------------------------------------------------------------------
-    async def read(self, fn: Work[T]) -> T:
+    async def read(self, fn: Work[T], *, alone: bool = False) -> T:
         """Run ``await fn(conn)`` in one read-only REPEATABLE READ transaction (one consistent snapshot).
+        ``alone``: ``fn`` runs one statement, a consistent snapshot by itself: it runs with no transaction
+        around it (no BEGIN and COMMIT, two round trips of three).
 
         A read whose connection is lost is simply run again (up to a few times) on a fresh one.
         """
         last: BaseException | None = None
         for _ in range(_ATTEMPTS):
             try:
-                async with (
-                    self._live_pool().acquire() as conn,
-                    conn.transaction(isolation="repeatable_read", readonly=True),
-                ):
-                    return await fn(conn)
+                async with self._live_pool().acquire() as conn:
+                    if alone:
+                        return await fn(conn)
+                    async with conn.transaction(isolation="repeatable_read", readonly=True):
+                        return await fn(conn)
             except StoreError:
                 raise
             except Exception as exc:

@@ -42,6 +42,21 @@ async def drive(conn: asyncpg.Connection, op: Op[T]) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+class _Several(Exception):
+    """An operation read as one statement (``drive_one``) asked for a second."""
+
+
+async def drive_one(conn: asyncpg.Connection, op: Op[T]) -> T:
+    """Run ``op`` if it runs at most one statement; ``_Several`` (nothing more run) if it asks for a second."""
+    try:
+        result = await _execute(conn, next(op))
+        op.send(result)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    op.close()
+    raise _Several
+
+
 async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
     sql = numbered(stmt.sql)
     if stmt.fetch == "many":
@@ -67,6 +82,15 @@ class PostgresExecutor:
         self.db = db
 
     async def read(self, make: Callable[..., Op[T]], *args: Any) -> T:
+        """One consistent snapshot. Most reads are one statement, which is one by itself: each operation is
+        first run so (one round trip, not three), and in a transaction from the first time it asks for a
+        second statement on (that attempt, read-only, is dropped and the read made again)."""
+        several = self.db.several_reads
+        if make not in several:
+            try:
+                return await self.db.read(lambda conn: drive_one(conn, make(POSTGRES, *args)), alone=True)
+            except _Several:
+                several.add(make)
         return await self.db.read(lambda conn: drive(conn, make(POSTGRES, *args)))
 
     async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:

@@ -2,8 +2,9 @@
 
 A writer calls ``notify(conn, channel, payload)`` inside its write transaction. Inside
 ``PostgresDatabase.write`` the notification is held and sent only once that write has committed
-(a write rolled back, or its savepoint in a group-committed batch, sends nothing), right after the
-commit, in a short transaction of its own that does not wait for the WAL flush. Why not inside the
+(a write rolled back, or its savepoint in a group-committed batch, sends nothing): right after the
+commit, in the same round trip (``commit_sending``), in a short transaction of its own that does not
+wait for the WAL flush. Why not inside the
 write: PostgreSQL serializes the commits of every transaction that NOTIFYs behind one cluster-wide
 lock held through its WAL flush, so notifying inside durable writes limits the whole cluster to one
 commit per fsync whatever the number of processes (bench/scale.py measured 58 steps/s with four
@@ -57,6 +58,8 @@ async def notify(conn: asyncpg.Connection, channel: str, payload: str = "") -> N
     """Send ``payload`` on ``channel`` once the write ``conn`` is in commits (see the module's doc)."""
     if len(payload.encode()) > MAX_PAYLOAD:
         raise StoreError(f"a notification payload is at most {MAX_PAYLOAD} bytes; send an id and read the rest")
+    if "\0" in channel or "\0" in payload:
+        raise StoreError("a notification's channel and payload hold no NUL character")
     held = _OUTBOX.get()
     if held is not None:
         held.append((channel, payload))
@@ -76,15 +79,23 @@ def holding() -> Iterator[list[tuple[str, str]]]:
         _OUTBOX.reset(token)
 
 
-async def send_held(conn: asyncpg.Connection, held: Sequence[tuple[str, str]]) -> None:
-    """Send notifications held for a committed write: one statement, committed without waiting for a flush."""
-    if held:
-        await conn.execute(
-            "SELECT set_config('synchronous_commit', 'off', true), pg_notify(c, p) "
-            "FROM unnest($1::text[], $2::text[]) AS n(c, p)",
-            [channel for channel, _ in held],
-            [payload for _, payload in held],
-        )
+def commit_sending(held: Sequence[tuple[str, str]]) -> str:
+    """The COMMIT of a write transaction, with the notifications held for it sent right after it in the same
+    round trip: a second statement of the same query string, so in a transaction of its own that begins
+    once the COMMIT has returned and does not wait for a flush. (A query string of several statements
+    takes no parameters: channels and payloads are written as escape-string literals, which read the
+    same whatever ``standard_conforming_strings`` says.)"""
+    if not held:
+        return "COMMIT"
+    rows = ", ".join(f"({_literal(channel)}, {_literal(payload)})" for channel, payload in dict.fromkeys(held))
+    return (
+        f"COMMIT; SELECT set_config('synchronous_commit', 'off', true), pg_notify(c, p) FROM (VALUES {rows}) AS n(c, p)"
+    )
+
+
+def _literal(text: str) -> str:
+    """``text`` as a PostgreSQL escape-string literal (``notify`` refuses NUL, which none may hold)."""
+    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class Subscription:

@@ -21,7 +21,8 @@ import asyncpg
 from anyio.abc import TaskStatus
 
 from runtime.durable.store import ClaimOrder, StepCommit
-from runtime.store.core import claims, runs
+from runtime.errors import LeaseLostError
+from runtime.store.core import claims, runs, step_commits
 from runtime.store.core.dialect import POSTGRES
 from runtime.store.core.statements import Op, Row
 from runtime.store.postgres.database import PostgresDatabase
@@ -59,6 +60,14 @@ async def announced(db: PostgresDatabase, announce: runs.Announce, make: Callabl
     return await db.write(write)
 
 
+async def _commit_merged(conn: asyncpg.Connection, steps: list[StepCommit]) -> tuple[list[Any], str | None]:
+    """A batch's mergeable step commits (``PostgresDatabase``'s ``Merge``): each announced once made, or
+    ``LeaseLostError`` where its lease was lost (nothing of it written, as on its own)."""
+    committed, xid = await drive(conn, step_commits.commit_steps(POSTGRES, steps))
+    await _changed(conn, [step.run_id for step in steps if step.run_id in committed])
+    return [[] if step.run_id in committed else LeaseLostError(step.run_id, step.token) for step in steps], xid
+
+
 async def _claim_within(conn: asyncpg.Connection, order: ClaimOrder) -> list[Row]:
     """``order``'s claim, every scope, inside a write under way; under a savepoint, so that a claim that
     fails (logged) rolls back alone and the write it rides with still commits."""
@@ -70,7 +79,8 @@ async def _claim_within(conn: asyncpg.Connection, order: ClaimOrder) -> list[Row
         await conn.execute("ROLLBACK TO SAVEPOINT claim")
         log.exception("could not claim a run in the commit that ended another; the worker claims it next")
         found = []
-    await conn.execute("RELEASE SAVEPOINT claim")
+    # Not released (a round trip): the transaction's COMMIT, or the batch's next RELEASE of the savepoint
+    # its write runs under, releases it with the rest.
     await _changed(conn, [r["id"] for r in found])
     return found
 
@@ -124,6 +134,8 @@ class PostgresRunStore(_Announcing, runs.CoreRunStore):
             await _changed(conn, [await drive(conn, runs.commit(POSTGRES, self.scope, step))])
             return [] if step.then_claim is None else await _claim_within(conn, step.then_claim)
 
+        if step_commits.mergeable(step):  # with the other runs' step commits of its batch, in one statement
+            return await self.db.write(write, merge=_commit_merged, payload=step)
         return await self.db.write(write)
 
     async def watch(

@@ -1,9 +1,10 @@
 """A TCP proxy in front of the real PostgreSQL that can cut connections at chosen points of the wire.
 
 The faults tests point a database at it instead of at 5432: the bytes are PostgreSQL's own, and the
-proxy only decides when to stop carrying them. It recognises the simple-protocol ``COMMIT`` query
-asyncpg sends (``Q``, length, ``COMMIT\\0``) so a test can lose the connection exactly before the
-server sees the commit, or exactly after the server has answered it (the ambiguous case).
+proxy only decides when to stop carrying them. It recognises the simple-protocol query that commits
+(``Q``, length, ``COMMIT`` alone or followed by the notifications sent with it) so a test can lose
+the connection exactly before the server sees the commit, or exactly after the server has answered
+it (the ambiguous case).
 It can also refuse connections altogether (a server that is down) and accept them again.
 """
 
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Literal
 from urllib.parse import parse_qs, urlsplit
 
-COMMIT = b"Q\x00\x00\x00\x0bCOMMIT\x00"
+#: A simple query that commits: "COMMIT" alone, or with the notifications sent after it ("COMMIT; SELECT …").
+COMMIT = re.compile(rb"Q[\x00-\xff]{4}COMMIT[;\x00]")
 Mode = Literal["pass", "cut_before_commit", "cut_after_commit"]
 
 
@@ -74,11 +77,11 @@ class Proxy:
         async def upstream() -> None:
             nonlocal swallow
             while data := await client_r.read(65536):
-                if COMMIT in data and self.mode == "cut_before_commit":
+                if COMMIT.search(data) and self.mode == "cut_before_commit":
                     self.mode, self.cuts = "pass", self.cuts + 1
                     cut.set()
                     return
-                if COMMIT in data and self.mode == "cut_after_commit":
+                if COMMIT.search(data) and self.mode == "cut_after_commit":
                     self.mode, self.cuts = "pass", self.cuts + 1
                     swallow = True
                     server_w.write(data)

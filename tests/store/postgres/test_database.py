@@ -290,3 +290,27 @@ async def test_two_writes_locking_rows_in_opposite_orders_both_commit_once(pg_ur
         # victim's rerun may take its first row again before the survivor (just woken) locks it, and
         # close the same cycle once more; each time it is rolled back alone, so the rows stay right.
         assert db.stats["deadlocks"] >= 1
+
+
+async def test_a_read_of_one_statement_runs_alone_and_one_of_more_in_one_snapshot(db: PostgresDatabase) -> None:
+    """``PostgresExecutor.read`` runs a read operation outside any transaction until it asks for a second
+    statement; from then on (that first attempt dropped) in one snapshot, as every read of it after."""
+    from runtime.store.core.statements import Op, value
+    from runtime.store.postgres.executor import PostgresExecutor
+
+    def single(_d: object) -> Op[object]:
+        return (yield value("SELECT current_setting('transaction_isolation')"))
+
+    asked: list[int] = []
+
+    def double(_d: object) -> Op[object]:
+        asked.append(1)
+        first = yield value("SELECT current_setting('transaction_isolation')")
+        second = yield value("SELECT current_setting('transaction_read_only')")
+        return first, second
+
+    ex = PostgresExecutor(db)
+    assert await ex.read(single) == "read committed" and single not in db.several_reads  # no transaction around it
+    assert await ex.read(double) == ("repeatable read", "on")  # in a transaction begun before its first statement
+    assert double in db.several_reads and len(asked) == 2  # tried alone once, then in a transaction
+    assert await ex.read(double) == ("repeatable read", "on") and len(asked) == 3  # at once in one from then on

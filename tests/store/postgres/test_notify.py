@@ -155,3 +155,15 @@ async def test_the_listener_reconnects_after_its_backend_is_terminated(
 async def test_an_oversized_payload_is_refused_clearly(db: PostgresDatabase) -> None:
     with pytest.raises(StoreError, match="at most 7999 bytes"):
         await db.write(_send("c", "x" * 8000))
+
+
+async def test_payloads_sent_with_the_commit_arrive_as_written(db: PostgresDatabase, notifier: Notifier) -> None:
+    """Notifications go out in the COMMIT's own round trip, written into its query as literals: quotes,
+    backslashes and any other character arrive unchanged, and a NUL (which no literal can hold) is refused."""
+    odd = ["it's", "back\\slash \\' E'x'", "ünïcødé ✓", "two''quotes;  SELECT 1"]
+    async with notifier.subscribe("odd") as sub:
+        for payload in odd:
+            await db.write(_send("odd", payload))
+        assert [await _next_payload(sub) for _ in odd] == odd
+    with pytest.raises(StoreError, match="NUL"):
+        await db.write(_send("odd", "a\0b"))
