@@ -84,7 +84,7 @@ async def test_in_a_batch_only_the_failing_writes_notification_is_dropped(pg_url
                 while len(db._pending) < 5:
                     await anyio.lowlevel.checkpoint()
                 release.set()
-            got = set()
+            got: set[str] = set()
             while len(got) < 4:
                 payload = await _next_payload(sub)
                 assert payload is not None
