@@ -137,11 +137,13 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args()
     server = args.store.rstrip("/") if args.store else None
+    start = "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
     results = [anyio.run(measure, server, int(n), args.queries) for n in args.sizes.split(",")]
     if args.json:
         print(json.dumps(results))
         return 0
-    print("load average: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    end = "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+    print(f"load average at start: {start}, at end: {end}")
     print("\n".join(table(results)))
     return 0 if all(ok for r in results for _, ok in verdicts(r)) else 1
 
