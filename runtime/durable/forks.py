@@ -7,10 +7,15 @@ the step at the checkpoint's next step runs afresh in the new run (with a ledger
 input session is a fork of the origin's session as it was at that checkpoint, so the session
 lineage shows the branch. It works from a run in any status, a failed one included: patch what
 made it fail and go on.
+
+A fork keeps the origin's ``notify_url`` (it is the origin's work, carried on: whoever was told of the
+origin is told of it too, its summary's ``forked_from`` naming the origin), else the workflow's own, as
+any run started without one; checked against this server's webhook policy before anything is written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.durable.models import Run
@@ -60,9 +65,12 @@ async def fork_run(
     state_patch: dict[str, Any] | None = None,
     *,
     trace_context: str | None = None,
+    notify_target: Callable[[str, str | None], Awaitable[str | None]] | None = None,
 ) -> Run:
     """Queue a new run from a checkpoint of ``run_id`` (the latest by default); returns it. ``trace_context``:
-    the span that asked for the fork (``runtime.durable.traced``), where the new run's spans go."""
+    the span that asked for the fork (``runtime.durable.traced``), where the new run's spans go.
+    ``notify_target``: checks the URL the fork notifies, ``(workflow, given) -> url`` (``Engine.notify_target``;
+    None: the origin's URL is kept unchecked)."""
     if state_patch is not None and not isinstance(state_patch, dict):
         raise InvalidInputError(f"state_patch must be a JSON object (a merge patch), got {type(state_patch).__name__}")
     check_json(state_patch, "state_patch")
@@ -80,6 +88,9 @@ async def fork_run(
             f"checkpoint {seq} goes on at step {next_step!r}, which workflow {origin.workflow!r} no longer has "
             f"(steps: {sorted(plan.steps)})"
         )
+    notify_url = origin.notify_url
+    if notify_target is not None:  # a refused URL: nothing written
+        notify_url = await notify_target(origin.workflow, notify_url)
     state = merge_patch(checkpoint["state"], state_patch or {})
     source = checkpoint.get("session_id") or origin.session_id
     session_id = (await sessions.fork(source))[0].id if source is not None else None
@@ -94,6 +105,7 @@ async def fork_run(
         forked_from=(run_id, seq),
         concurrency_key=plan.run_key(origin.input),  # a fork counts against its workflow's limit too
         trace_context=trace_context,
+        notify_url=notify_url,
     )
     created = {"workflow": origin.workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
     forked = {**origin_ref, "next_step": next_step, "patched": sorted(state_patch or {}), "from_session": source}

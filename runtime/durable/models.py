@@ -205,6 +205,9 @@ class Run(_Record):
     schedule_id: str | None = None
     priority: int = 0
     trace_context: str | None = None
+    notify_url: str | None = None
+    """Where the run's summary is POSTed when it waits on a human or ends (not in the summary: a URL may
+    carry a receiver's token)."""
 
     @property
     def run_id(self) -> str:
@@ -259,6 +262,7 @@ class Run(_Record):
             schedule_id=row["schedule_id"],
             priority=row["priority"],
             trace_context=row["trace_context"],
+            notify_url=row["notify_url"],
         )
 
     def summary(self) -> dict[str, Any]:

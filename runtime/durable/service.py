@@ -241,10 +241,17 @@ class RunService:
         self, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
     ) -> Run:
         """A new run from a checkpoint of ``run_id`` (default: its latest), its state merged with
-        ``state_patch`` (a JSON merge patch); see ``runtime.durable.forks``."""
+        ``state_patch`` (a JSON merge patch), notifying the origin's ``notify_url``; see ``runtime.durable.forks``."""
         traced = context_now(self.engine.tracing)
         run = await fork_run(
-            self.store, self.engine.workflows, self.sessions, run_id, checkpoint_seq, state_patch, trace_context=traced
+            self.store,
+            self.engine.workflows,
+            self.sessions,
+            run_id,
+            checkpoint_seq,
+            state_patch,
+            trace_context=traced,
+            notify_target=self.engine.notify_target,
         )
         self._wake_workers()
         return run
