@@ -76,7 +76,7 @@ def receiving(
         def log_message(self, *args: object) -> None:
             pass
 
-    server_class = _ServerV6 if ":" in host else ThreadingHTTPServer
+    server_class = _ServerV6 if ":" in host else _Server
     server = server_class((host, 0), Handler)
     server.daemon_threads = True
     if tls is not None:
@@ -94,7 +94,15 @@ def receiving(
         server.server_close()
 
 
-class _ServerV6(ThreadingHTTPServer):
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: a sender posting a batch of 20 at once to a receiver
+    # whose accepting thread a loaded machine holds up overflows it, and Linux then drops the
+    # connection's handshake ACK and later resets it (a ReadError at the sender). Real servers
+    # listen with a backlog of hundreds.
+    request_queue_size = 128
+
+
+class _ServerV6(_Server):
     address_family = socket.AF_INET6
 
 
