@@ -131,6 +131,7 @@ async def on_postgres(server: str, claims: int) -> tuple[float, float]:
 
 
 async def main(args: argparse.Namespace) -> int:
+    before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         calm = await idle(base / "idle", args.workers)
@@ -151,6 +152,7 @@ async def main(args: argparse.Namespace) -> int:
         print(f"claims/s, fair, PostgreSQL:           {pg_fair:8.0f}")
         print(f"claims/s, plain, PostgreSQL:          {pg_plain:8.0f}  (fair {pg_speed:.2f}x, target >= 0.9x)")
         ok = ok and pg_speed >= 0.9
+    print(f"load average (1 min): {before:.1f} before, {os.getloadavg()[0]:.1f} after (2 cores shared: rates vary)")
     print("PASS" if ok else "MISSED")
     return 0 if ok else 1
 
