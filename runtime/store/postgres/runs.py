@@ -6,7 +6,9 @@ to a run is announced on ``CHANNEL`` (each write's ``announce``: the runs it cha
 commits, ``notify.py``), which ``watch`` hears from any process; a cancel of a running run is also
 sent on ``CANCEL_CHANNEL`` for its worker. A commit and the claim riding with it are one
 ``db.write`` (group committed, re-run after a lost connection, ``database.py``), its claim under a
-savepoint that rolls back alone on ``asyncpg.PostgresError``.
+savepoint that rolls back alone on ``asyncpg.PostgresError``. A step commit that claims nothing (and
+``step_commits.mergeable``) is made with the other such commits of its batch, every run's in ONE
+statement (``runtime/store/core/step_commits.py``).
 """
 
 from __future__ import annotations
