@@ -35,7 +35,7 @@ from runtime.durable.store import ClaimOrder, EventSpec, Limits
 from runtime.durable.store_shared import Scope, scope_args
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.run_rows import IN_SCOPE, append_events
+from runtime.store.core.run_rows import EMPTY_SCOPES, IN_SCOPE, append_events
 from runtime.store.core.statements import Op, Row, rows, value
 from runtime.store.core.tables.durable import SCOPE_LOCK
 
@@ -86,7 +86,7 @@ def _heads(d: Dialect, at: float, limit: int, workflows: Sequence[str]) -> tuple
     """A query of ``(id, priority, next_at, fairness)`` of the head of every scope with ready runs, in the
     fair order. The ``limit`` first of them are the ``limit`` first of all ready runs in that order, as a
     scope gives at most ``limit`` of them. The scopes are the rows of ``run_scopes`` (every scope with
-    queued runs, and maybe a few left with none until ``sweep``: their heads are empty), so finding them
+    queued runs, and maybe a few left with none until the reaper's ``sweep``: their heads are empty), so finding them
     never steps over ``runs_fair``'s entries of runs claimed since the last vacuum. Where claimers run at
     once each head's rows are locked as they are read, rows another claimer holds skipped (PostgreSQL: a
     LATERAL subquery); SQLite, without LATERAL, reads a head as the ids ``IN`` a correlated subquery, each
@@ -209,8 +209,6 @@ def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
         _CLAIM.format(within=within), owner, at + order.lease_s, host, pid, started, at, *args
     )
     found = sorted(found, key=_in_order)  # RETURNING keeps no order
-    if scope is None and len(found) < limit:  # the fleet has slots to spare: time to tidy the list of scopes
-        yield from sweep(d)
     for row in found:
         events: list[EventSpec] = [
             ("run.state.changed", {"status": "running", "worker": owner, "token": row["lease_token"]}),
@@ -220,28 +218,24 @@ def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
     return found
 
 
-#: The scopes ``run_scopes`` lists that have no queued run (all claimed, ended or cancelled since).
-_EMPTY = (
-    "SELECT tenant, project FROM run_scopes s WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.status = 'queued' "
-    "AND r.tenant = s.tenant AND r.project = s.project)"
-)
-
-
 def sweep(d: Dialect) -> Op[int]:
-    """Drop the scopes of ``run_scopes`` left with no queued run (how many). Where writers are serialized
-    nothing can become queued meanwhile. Where they run at once, a run becoming queued holds its scope's
+    """Drop the scopes of ``run_scopes`` left with no queued run (how many): the store-wide reaper's, once a
+    second or so while ``has_reapable`` sees one (never in a claim: no statement more there). Where writers
+    are serialized nothing can become queued meanwhile. Where they run at once, a run becoming queued holds its scope's
     shared lock to its commit (the trigger of ``tables.durable``): a scope is dropped only when its exclusive
     lock is had at once (tried, never waited for: held to COMMIT), and after a second look under that lock,
     in a statement of its own (READ COMMITTED: it sees every run committed before)."""
     if not d.skip_locked:
-        return len((yield rows(f"DELETE FROM run_scopes WHERE (tenant, project) IN ({_EMPTY}) RETURNING tenant")))
+        return len((yield rows(f"DELETE FROM run_scopes WHERE (tenant, project) IN ({EMPTY_SCOPES}) RETURNING tenant")))
     lock = SCOPE_LOCK.format(t="e.tenant", p="e.project")
-    locked = yield rows(f"SELECT tenant, project FROM ({_EMPTY} OFFSET 0) e WHERE pg_try_advisory_xact_lock({lock})")
+    locked = yield rows(
+        f"SELECT tenant, project FROM ({EMPTY_SCOPES} OFFSET 0) e WHERE pg_try_advisory_xact_lock({lock})"
+    )
     if not locked:
         return 0
     gone = yield rows(
         f"DELETE FROM run_scopes WHERE (tenant, project) IN (SELECT * FROM unnest(?::text[], ?::text[])) "
-        f"AND (tenant, project) IN ({_EMPTY}) RETURNING tenant",
+        f"AND (tenant, project) IN ({EMPTY_SCOPES}) RETURNING tenant",
         [r["tenant"] for r in locked], [r["project"] for r in locked],
     )  # fmt: skip
     return len(gone)

@@ -309,13 +309,21 @@ def run_column_types() -> dict[str, str]:
     return found
 
 
+#: The scopes the fair queue's list (``run_scopes``) holds that have no queued run left (``claims.sweep``).
+EMPTY_SCOPES = (
+    "SELECT tenant, project FROM run_scopes s WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.status = 'queued' "
+    "AND r.tenant = s.tenant AND r.project = s.project)"
+)
+
+
 def has_reapable(d: Dialect, scope: Scope | None) -> Op[bool]:
-    """Cheap read: is there anything for ``reap`` to do?"""
+    """Cheap read: is there anything for ``reap`` to do? (For every scope, ``None``: a scope to sweep too.)"""
     found = yield value(
         f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires < ? AND {IN_SCOPE}) "
         f"OR EXISTS (SELECT 1 FROM run_interrupts WHERE status = 'pending' AND expires_at < ? AND {IN_SCOPE}) "
         f"OR EXISTS (SELECT 1 FROM runs WHERE deadline < ? AND {IN_SCOPE} "
-        "AND status IN ('queued', 'waiting', 'needs_review'))",
+        "AND status IN ('queued', 'waiting', 'needs_review'))"
+        + (f" OR EXISTS ({EMPTY_SCOPES})" if scope is None else ""),
         *(now(), *scope_args(scope)) * 3,
     )
     return bool(found)

@@ -1,7 +1,7 @@
 """The fair queue's list of scopes with queued runs (``run_scopes``) stays true on every path that makes a
 run queued or not, on every backend: the fair order is checked after each.
 
-Each test drains scope B (its only run claimed, parked, cancelled...), lets a short claim tidy the list
+Each test drains scope B (its only run claimed, parked, cancelled...), lets the reaper tidy the list
 (``claims.sweep`` drops B: nothing of it is queued), then makes a run of B queued again by one path; A
 has runs running and more queued, all older than B's. The fair claim must take B's run: a list that
 missed B would hand out A's next run instead.
@@ -18,14 +18,16 @@ from runtime.durable.store import RELEASE, Holder, NewInterrupt, RunQueue, RunSt
 from runtime.flow.workflow import Decision
 from runtime.ids import new_id
 from tests.store.contracts.conftest import open_again
-from tests.store.contracts.test_run_store import EXPIRED, new_run, started
+from tests.store.contracts.test_run_store import new_run, started
 
 pytestmark = pytest.mark.anyio
 
 
 async def tidy(queue: RunQueue) -> None:
-    """A claim that comes back short (a workflow nobody queued): the queue sweeps its list of scopes."""
-    assert await queue.claim("tidy", 30.0, 1, ["nobody"]) == []
+    """The store-wide reaper sees a scope listed with nothing queued, and sweeps the list."""
+    assert await queue.needs_reaping()
+    await queue.reap()
+    assert not await queue.needs_reaping()
 
 
 async def busy_a(backend: StoreBackend) -> tuple[RunQueue, RunStore, RunStore, list[str]]:
@@ -40,10 +42,10 @@ async def b_comes_first(queue: RunQueue, run_id: str) -> None:
     assert [c.id for c in await queue.claim("w", 30.0, 1, ["wf"])] == [run_id]  # B runs none, A two
 
 
-async def drained(queue: RunQueue, b: RunStore, lease_s: float = 30.0) -> tuple[str, int]:
+async def drained(queue: RunQueue, b: RunStore) -> tuple[str, int]:
     """B's one run, created and claimed through the queue (B has the fewest running); then a tidy."""
     run_id = await started(b)
-    (claim,) = await queue.claim("w", lease_s, 1, ["wf"])
+    (claim,) = await queue.claim("w", 30.0, 1, ["wf"])
     assert claim.id == run_id
     await tidy(queue)
     return run_id, claim.token
@@ -57,7 +59,8 @@ async def test_a_run_created_in_a_drained_scope_is_served_first(backend: StoreBa
 
 async def test_a_run_requeued_by_the_reaper_is_served_first(backend: StoreBackend) -> None:
     queue, _, b, _ = await busy_a(backend)
-    run_id, _ = await drained(queue, b, EXPIRED)
+    run_id, token = await drained(queue, b)
+    await queue.release([(run_id, token)])  # its lease given up: the reaper hands it on at once
     assert await queue.reap() == [run_id]
     await b_comes_first(queue, run_id)
 
@@ -77,7 +80,6 @@ async def test_a_run_queued_by_a_decision_is_served_first(backend: StoreBackend)
     run_id, token = await drained(queue, b)
     ask = NewInterrupt(new_id("int"), "first", 1, 0, "approval", "ok?", None, None)
     await b.park(run_id, token, ask, "{}")
-    await tidy(queue)
     await b.decide(ask.id, Decision(action="approve", actor="me"), lambda i: None)
     await b_comes_first(queue, run_id)
 
@@ -101,9 +103,9 @@ async def test_a_fork_and_a_cancel_keep_the_order(backend: StoreBackend) -> None
 
 
 async def test_runs_queued_while_the_list_is_swept_are_all_claimed(backend: StoreBackend) -> None:
-    """Creators and claimers at once (backends on one store stand in for processes): the claimers empty the
-    scopes over and over, and their short claims sweep the list meanwhile; a scope made queued while a sweep
-    looks at it is never dropped, so every run is claimed through the queue."""
+    """Creators, claimers and reapers at once (backends on one store stand in for processes): the claimers
+    empty the scopes over and over, and the reapers sweep the list meanwhile; a scope made queued while a
+    sweep looks at it is never dropped, so every run is claimed through the queue."""
     others = [await open_again(backend), await open_again(backend)]
     made: list[str] = []
     taken: list[str] = []
@@ -122,8 +124,15 @@ async def test_runs_queued_while_the_list_is_swept_are_all_claimed(backend: Stor
                 taken.extend(c.id for c in await each.queue().claim("w", 30.0, 2, ["wf"]))
                 await anyio.lowlevel.checkpoint()
 
+        async def sweep(each: StoreBackend) -> None:
+            while creating:
+                await each.queue().reap()
+                await anyio.lowlevel.checkpoint()
+
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
+                tg.start_soon(sweep, others[1])
+                tg.start_soon(sweep, backend)
                 tg.start_soon(create, backend, "t1")
                 tg.start_soon(create, others[0], "t2")
                 tg.start_soon(claim, others[1])

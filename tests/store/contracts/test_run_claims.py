@@ -215,7 +215,7 @@ async def test_the_queue_lists_and_takes_over_an_ended_holders_runs_in_every_sco
     await queue.claim("alive", 3600.0, 1, ["wf"], holder=ALIVE)  # nothing left to claim
     assert await queue.holders(HOST) == [(100, 5)]
     assert await a.holders(HOST) == [(100, 5)] and await runs(backend, "gamma").holders(HOST) == []
-    assert not await queue.needs_reaping()  # no lease ran out: only takeover hands the runs on
+    assert await queue.reap() == []  # no lease ran out: only takeover hands the runs on
     assert sorted(await queue.take_over(HOST, 100, 5)) == sorted([in_a, in_b])
     assert await queue.take_over(HOST, 100, 5) == []
     assert (await a.get(in_a)).status == "queued" and (await b.get(in_b)).status == "queued"
