@@ -144,20 +144,27 @@ def note(d: Dialect, scope: Scope, run_id: str, noted: Sequence[EventSpec]) -> O
 
 
 def renew(d: Dialect, leases: Sequence[tuple[str, int]], lease_s: float) -> Op[dict[str, str]]:
-    """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none)."""
+    """Extend held leases. Returns, for each lease still held, the pending cancel reason ('' = none).
+
+    A lease given up (``release``) is no longer held, though its token still matches until the reaper
+    hands the run on: a renewal that commits after the release (a worker's renew loop, retried through
+    an outage while the same worker hands the run back) must not take it up again for ``lease_s``."""
     if not leases:
         return {}
     expires = now() + lease_s
     found: list[Row] = []
     if d.arrays:  # one statement for them all
         found = yield rows(
-            f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} "
+            f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} AND {_NOT_GIVEN_UP} "
             "RETURNING runs.id, runs.cancel_requested, runs.cancel_reason",
-            expires, *_lease_arrays(leases),
+            expires, *_lease_arrays(leases), RELEASED,
         )  # fmt: skip
     else:
         for run_id, token in leases:
-            found += yield rows(f"{_EXTEND} RETURNING id, cancel_requested, cancel_reason", expires, run_id, token)
+            found += yield rows(
+                f"{_EXTEND} AND {_NOT_GIVEN_UP} RETURNING id, cancel_requested, cancel_reason",
+                expires, run_id, token, RELEASED,
+            )  # fmt: skip
     return {r["id"]: (r["cancel_reason"] or "cancelled") if r["cancel_requested"] else "" for r in found}
 
 
@@ -179,6 +186,7 @@ def release(d: Dialect, leases: Sequence[tuple[str, int]]) -> Op[list[str]]:
 _EXTEND = "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'"
 _LEASES = " FROM unnest(?::text[], ?::bigint[]) AS l(id, token)"
 _HELD_LEASES = "runs.id = l.id AND runs.lease_token = l.token AND runs.status = 'running'"
+_NOT_GIVEN_UP = "runs.lease_expires <> ?"  # RELEASED: a lease given up is not renewed
 
 
 def _lease_arrays(leases: Sequence[tuple[str, int]]) -> tuple[list[str], list[int]]:

@@ -250,6 +250,22 @@ async def test_renew_reports_held_leases_and_cancels_and_release_hands_runs_on_w
         claims[a] = next(c for c in await store.claim("w", 30.0, 1, ["wf"]) if c.id == a)
 
 
+async def test_a_lease_given_up_is_not_renewed_by_its_worker_before_the_reaper_hands_it_on(
+    backend: StoreBackend,
+) -> None:
+    # A worker hands a run back (its commit's outcome unknown) while its renew loop, retried through the
+    # same outage, still lists the lease: the renewal that lands after the release must not take the run
+    # up again for a whole lease (before, it did, and the run sat until the lease ran out).
+    store = runs(backend)
+    run_id = await started(store)
+    (claim,) = await store.claim("w", 30.0, 1, ["wf"])
+    await store.release([(run_id, claim.token)])
+    assert await store.renew([(run_id, claim.token)], 30.0) == {}  # no longer held
+    assert await store.reap() == [run_id]
+    assert (await store.get(run_id)).status == "queued"
+    assert [c.id for c in await store.claim("v", 30.0, 1, ["wf"])] == [run_id]
+
+
 async def test_a_step_that_keeps_losing_its_worker_fails_its_run(backend: StoreBackend) -> None:
     store = runs(backend)
     run_id = await started(store)
