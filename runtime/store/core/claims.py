@@ -86,8 +86,8 @@ def _heads(d: Dialect, at: float, limit: int, workflows: Sequence[str]) -> tuple
     """A query of ``(id, priority, next_at, fairness)`` of the head of every scope with ready runs, in the
     fair order. The ``limit`` first of them are the ``limit`` first of all ready runs in that order, as a
     scope gives at most ``limit`` of them. The scopes are the rows of ``run_scopes`` (every scope with
-    queued runs, and maybe a few left with none until the reaper's ``sweep``: their heads are empty), so finding them
-    never steps over ``runs_fair``'s entries of runs claimed since the last vacuum. Where claimers run at
+    queued runs, and maybe a few left with none until the reaper's ``sweep``: their heads are empty), so
+    finding them never steps over ``runs_fair``'s entries of runs claimed since the last vacuum. Where claimers run at
     once each head's rows are locked as they are read, rows another claimer holds skipped (PostgreSQL: a
     LATERAL subquery); SQLite, without LATERAL, reads a head as the ids ``IN`` a correlated subquery, each
     one a lookup of the primary key."""
@@ -219,12 +219,13 @@ def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
 
 
 def sweep(d: Dialect) -> Op[int]:
-    """Drop the scopes of ``run_scopes`` left with no queued run (how many): the store-wide reaper's, once a
-    second or so while ``has_reapable`` sees one (never in a claim: no statement more there). Where writers
-    are serialized nothing can become queued meanwhile. Where they run at once, a run becoming queued holds its scope's
-    shared lock to its commit (the trigger of ``tables.durable``): a scope is dropped only when its exclusive
-    lock is had at once (tried, never waited for: held to COMMIT), and after a second look under that lock,
-    in a statement of its own (READ COMMITTED: it sees every run committed before)."""
+    """Drop the scopes of ``run_scopes`` left with no queued run (how many): the store-wide reaper's, once
+    a second or so while ``has_reapable`` sees one (never in a claim: no statement more there). Where
+    writers are serialized nothing can become queued meanwhile. Where they run at once, a run becoming
+    queued holds its scope's shared lock to its commit (the trigger of ``tables.durable``): a scope is
+    dropped only when its exclusive lock is had at once (tried, never waited for: held to COMMIT), and
+    after a second look under that lock, in a statement of its own (READ COMMITTED: it sees every run
+    committed before)."""
     if not d.skip_locked:
         return len((yield rows(f"DELETE FROM run_scopes WHERE (tenant, project) IN ({EMPTY_SCOPES}) RETURNING tenant")))
     lock = SCOPE_LOCK.format(t="e.tenant", p="e.project")
