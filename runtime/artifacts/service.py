@@ -81,11 +81,20 @@ class ArtifactService:
         if isinstance(data, Path):
             size, sha = await anyio.to_thread.run_sync(_hash_file, data, self.max_bytes)
         else:
-            size = len(data)
-            if size > ASK_FIRST_BYTES:  # hashlib lets go of the GIL: the loop serves others meanwhile
-                sha = await anyio.to_thread.run_sync(_sha256, data)
-            else:
-                sha = hashlib.sha256(data).hexdigest()
+            size, sha = len(data), await _digest(data)
+        return await self._save(data, size, sha, name, mime_type, session_id, run_id)
+
+    async def _save(
+        self,
+        data: bytes | Path,
+        size: int,
+        sha: str,
+        name: str,
+        mime_type: str | None,
+        session_id: str | None,
+        run_id: str | None,
+    ) -> Artifact:
+        """``save`` once the content is hashed (once: the address is the hash, so it precedes the upload)."""
         self._check_size(name, size)
         if self.quota_bytes is not None:
             used = await self.records.total_size()
@@ -121,11 +130,12 @@ class ArtifactService:
         """``save``, unless an artifact of this tenant/project has the same content, name, type, session
         and run already: then that one. A result handed over as a link (``session_get`` of a large page
         asked twice, a client polling a large export) names one artifact, not one more each time."""
-        sha = await anyio.to_thread.run_sync(_sha256, data) if len(data) > ASK_FIRST_BYTES else _sha256(data)
+        name = _check_name(name)
+        sha = await _digest(data)
         found = await self.records.find(sha, name, session_id, run_id)
         if found is not None and found.mime_type == mime_type:
             return found
-        return await self.save(data, name=name, mime_type=mime_type, session_id=session_id, run_id=run_id)
+        return await self._save(data, len(data), sha, name, mime_type, session_id, run_id)
 
     async def save_from_session(self, session_id: str, path: str, *, run_id: str | None = None) -> Artifact:
         """Keep a file of a session's sandbox workspace: the sandbox's own path checks apply (no
@@ -242,6 +252,12 @@ def _check_name(name: str) -> str:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+async def _digest(data: bytes) -> str:
+    """The content's sha256: over 1 MiB in a thread (hashlib lets go of the GIL: the loop serves others
+    meanwhile, ~1 ms a MB here), smaller on the loop (cheaper than the thread hop)."""
+    return await anyio.to_thread.run_sync(_sha256, data) if len(data) > ASK_FIRST_BYTES else _sha256(data)
 
 
 def _hash_file(path: Path, limit: int) -> tuple[int, str]:
