@@ -10,7 +10,6 @@ another process, polling only every 600 s, claims it as soon as it is made.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -30,14 +29,21 @@ pytestmark = pytest.mark.anyio
 
 
 class Firer:
-    def __init__(self, process: Process) -> None:
+    def __init__(self, process: Process, errors: Path) -> None:
         self.process = process
+        self.errors = errors  # its stderr, written to a file (never a pipe nobody reads, which could fill)
         assert process.stdout is not None
         self.out = BufferedByteReceiveStream(process.stdout)
 
     async def line(self) -> str:
-        with anyio.fail_after(WAIT_S):
-            return (await self.out.receive_until(b"\n", 1 << 20)).decode()
+        """Its next line; if it ends or stays silent instead, the test fails with what it wrote on stderr
+        (a firer that could not open its store says why there, and only there)."""
+        try:
+            with anyio.fail_after(WAIT_S):
+                return (await self.out.receive_until(b"\n", 1 << 20)).decode()
+        except (anyio.EndOfStream, anyio.IncompleteRead, TimeoutError) as exc:
+            said = self.errors.read_text(errors="replace")[-4000:]
+            raise AssertionError(f"the firer gave no line ({type(exc).__name__}); its stderr:\n{said}") from exc
 
     async def fire(self, at: float) -> list[str]:
         assert self.process.stdin is not None
@@ -49,9 +55,11 @@ class Firer:
 @asynccontextmanager
 async def firer(home: Path, url: StoreURL) -> AsyncIterator[Firer]:
     argv = [sys.executable, "-m", "tests.schedules.firer", str(home), url.url]
-    process = await anyio.open_process(argv, stderr=subprocess.DEVNULL, env=clean_env())
+    errors = home.parent / f"firer-{time.monotonic_ns()}.stderr"
+    with errors.open("wb") as stderr:
+        process = await anyio.open_process(argv, stderr=stderr, env=clean_env())
     try:
-        found = Firer(process)
+        found = Firer(process, errors)
         assert await found.line() == "ready"
         yield found
     finally:
