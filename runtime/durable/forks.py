@@ -11,6 +11,7 @@ made it fail and go on.
 A fork keeps the origin's ``notify_url`` (it is the origin's work, carried on: whoever was told of the
 origin is told of it too, its summary's ``forked_from`` naming the origin), else the workflow's own, as
 any run started without one; checked against this server's webhook policy before anything is written.
+It keeps the origin's ``priority`` too: carried-on work waits in the queue where the origin's did.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ async def fork_run(
         concurrency_key=plan.run_key(origin.input),  # a fork counts against its workflow's limit too
         trace_context=trace_context,
         notify_url=notify_url,
+        priority=origin.priority,  # the origin's place in the queue: a fork is the same work, carried on
     )
     created = {"workflow": origin.workflow, "plan_hash": plan.plan_hash, "session_id": session_id}
     forked = {**origin_ref, "next_step": next_step, "patched": sorted(state_patch or {}), "from_session": source}

@@ -241,7 +241,8 @@ class RunService:
         self, run_id: str, checkpoint_seq: int | None = None, state_patch: dict[str, Any] | None = None
     ) -> Run:
         """A new run from a checkpoint of ``run_id`` (default: its latest), its state merged with
-        ``state_patch`` (a JSON merge patch), notifying the origin's ``notify_url``; see ``runtime.durable.forks``."""
+        ``state_patch`` (a JSON merge patch), at the origin's priority and notifying its ``notify_url``; see
+        ``runtime.durable.forks``."""
         traced = context_now(self.engine.tracing)
         run = await fork_run(
             self.store,

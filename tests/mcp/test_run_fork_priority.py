@@ -1,0 +1,62 @@
+"""A forked run keeps its origin's ``priority`` (docs/operations.md, Priority), through a real MCP client on
+SQLite and PostgreSQL: ``run_fork`` takes no priority of its own, so the fork waits where its origin did."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from rath_mcp.server import build_server
+from runtime import RunFailure, Runtime, StepContext, Workflow, step
+from runtime.store import StoreURL
+from tests.mcp.conftest import call
+from tests.store.contracts.conftest import fresh_store_url
+
+pytestmark = pytest.mark.anyio
+
+
+class Deploy(Workflow):
+    """Builds, then deploys to state.target: fails without one (a fork with a target finishes it)."""
+
+    @step(entry=True, successors=["deploy"])
+    async def build(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return {**state, "built": True}
+
+    @step()
+    async def deploy(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        if "target" not in state:
+            raise RunFailure("no target to deploy to")
+        return state
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
+    url = fresh_store_url(request.param, tmp_path, request)
+    if url.scheme == "postgresql":
+        from runtime.store.postgres import backend as postgres
+
+        anyio.run(postgres.migrate, url)
+    return url
+
+
+@pytest.fixture
+async def client(tmp_path: Path, store_url: StoreURL) -> AsyncIterator[Client]:
+    async with Runtime.open(tmp_path / "home", store=store_url, workers=2) as rt:
+        rt.workflows.register(Deploy)
+        async with Client(build_server(rt)) as c:
+            yield c
+
+
+@pytest.mark.parametrize("priority", [70, -30, 0])
+async def test_a_fork_keeps_its_origins_priority(client: Client, priority: int) -> None:
+    origin = await call(client, "run_start", workflow="deploy", input={}, priority=priority, wait_s=30)
+    assert (origin["status"], origin["priority"]) == ("failed", priority)
+    fork = await call(client, "run_fork", run_id=origin["run_id"], state_patch={"target": "staging"}, wait_s=30)
+    assert fork["forked_from"]["run_id"] == origin["run_id"]
+    assert (fork["status"], fork["priority"]) == ("succeeded", priority)
+    assert (await call(client, "run_get", run_id=fork["run_id"]))["priority"] == priority  # as stored
