@@ -54,7 +54,8 @@ def unindex(d: Dialect, space: int, seqs: Sequence[int]) -> Op[int]:
 
 def search(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) -> Op[list[Row]]:
     n, total = _averages((yield value(f"SELECT block FROM memory_fts_{space}_data WHERE id = 1")))
-    # The vocab table is the connection's own (``temp``): reading it needs no write to the file.
+    # The vocab table is the connection's own (``temp``): reading it needs no write to the file. Made once
+    # per connection: a read's transaction ends by COMMIT, which keeps it (``database._in_snapshot``).
     vocab = f"memory_vocab_{space}"
     yield none(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} USING fts5vocab(main, memory_fts_{space}, row)")
     marks = ", ".join("?" * len(terms))
