@@ -12,21 +12,14 @@ Two implementations, chosen by URL (``--artifacts URL`` / ``$RATH_ARTIFACTS``):
 Keys are content addresses (``runtime.artifacts.model.blob_key``): a key is only ever written with
 the same bytes, so a second ``put`` of a key present already is skipped, and two writers of one key
 at once are harmless.
-
-A local file saved into the ``file://`` store is read once: ``FileBlobStore.stage`` copies it into a
-temporary file beside the tenant/project's bytes, hashing as it goes, and ``settle`` renames that into
-the content's place (or drops it when the content is kept already). An S3 key is the hash, so there the
-file is hashed first and uploaded after (two reads, the second from the page cache).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
@@ -95,16 +88,6 @@ def open_blob_store(url: str) -> BlobStore:
     )
 
 
-@dataclass(frozen=True)
-class Staged:
-    """A file's content copied into a ``FileBlobStore`` under a temporary name, hashed on the way."""
-
-    size: int
-    """Bytes copied: past the ``limit`` asked for, the copy stopped there (the content is larger)."""
-    sha256: str
-    temp: Path
-
-
 class FileBlobStore:
     """Blobs as files under ``root`` (0700), each written atomically and durably."""
 
@@ -143,56 +126,6 @@ class FileBlobStore:
             raise
         for directory in [path.parent, *made]:  # the new name, and any directory made for it, survive a crash
             _fsync_dir(directory)
-
-    async def stage(self, source: Path, under: str, limit: int) -> Staged:
-        """Copy ``source`` into a temporary file (0600) in the directory of key prefix ``under`` (a
-        tenant/project: the GC pass over it removes one a crash left), hashing it on the way: the file
-        is read once. Stops once past ``limit`` bytes. ``settle`` puts it in place, ``unstage`` drops it."""
-        if not await anyio.to_thread.run_sync(source.is_file):
-            raise InvalidInputError(f"{str(source)!r} is not a file")
-        return await anyio.to_thread.run_sync(self._stage, source, self._path(under), limit)
-
-    def _stage(self, source: Path, directory: Path, limit: int) -> Staged:
-        _makedirs(self.root, directory)
-        fd, temp = tempfile.mkstemp(prefix=".part-", dir=directory)
-        digest, size = hashlib.sha256(), 0
-        try:
-            with os.fdopen(fd, "wb") as out, source.open("rb") as read:
-                while piece := read.read(CHUNK):
-                    digest.update(piece)  # hashlib lets go of the GIL over large pieces
-                    out.write(piece)
-                    size += len(piece)
-                    if size > limit:
-                        break
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        return Staged(size, digest.hexdigest(), Path(temp))
-
-    async def settle(self, staged: Staged, key: str) -> None:
-        """Make a staged copy the content at ``key`` (its hash's address), durably: fsynced, renamed
-        into place, directories fsynced. When ``key`` holds the content already it is dropped instead,
-        unsynced (the same key holds the same bytes)."""
-        await anyio.to_thread.run_sync(self._settle, staged.temp, self._path(key))
-
-    def _settle(self, temp: Path, path: Path) -> None:
-        if path.exists():
-            temp.unlink()
-            return
-        fd = os.open(temp, os.O_RDONLY)  # fsync reaches the file's data through any descriptor of it
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        made = _makedirs(self.root, path.parent)
-        os.replace(temp, path)
-        for directory in [path.parent, *made]:
-            _fsync_dir(directory)
-
-    async def unstage(self, staged: Staged) -> None:
-        """Drop a staged copy not settled (a refused or failed save); nothing when it was."""
-        await anyio.to_thread.run_sync(self._delete, staged.temp)
 
     async def exists(self, key: str) -> bool:
         return await anyio.to_thread.run_sync(self._path(key).is_file)

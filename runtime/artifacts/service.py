@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from runtime.artifacts.blobs import BlobStore, FileBlobStore, Staged
+from runtime.artifacts.blobs import BlobStore
 from runtime.artifacts.model import CHUNK, Artifact, ArtifactRecords, blob_key
 from runtime.errors import InvalidInputError, NotFoundError, UsageError
 from runtime.ids import is_id, new_id, now
@@ -78,14 +78,7 @@ class ArtifactService:
     ) -> Artifact:
         """Keep ``data`` (bytes, or a local file's content) as a new artifact named ``name``."""
         name = _check_name(name)
-        if isinstance(data, Path) and isinstance(self.blobs, FileBlobStore):
-            # One read of the file: copied into the store while hashed, then renamed to its address.
-            staged = await self.blobs.stage(data, f"{self.tenant}/{self.project}", self.max_bytes)
-            try:
-                return await self._save(data, staged.size, staged.sha256, name, mime_type, session_id, run_id, staged)
-            finally:
-                await self.blobs.unstage(staged)  # settled: nothing left to drop; refused or failed: dropped
-        if isinstance(data, Path):  # elsewhere the key is the hash: hashed first, uploaded after
+        if isinstance(data, Path):
             size, sha = await anyio.to_thread.run_sync(_hash_file, data, self.max_bytes)
         else:
             size, sha = len(data), await _digest(data)
@@ -100,10 +93,8 @@ class ArtifactService:
         mime_type: str | None,
         session_id: str | None,
         run_id: str | None,
-        staged: Staged | None = None,
     ) -> Artifact:
-        """``save`` once the content is hashed (once: the address is the hash, so it precedes the upload),
-        or once ``staged`` (copied into the file store already, hashed on the way)."""
+        """``save`` once the content is hashed (once: the address is the hash, so it precedes the upload)."""
         self._check_size(name, size)
         if self.quota_bytes is not None:
             used = await self.records.total_size()
@@ -114,9 +105,7 @@ class ArtifactService:
                 )
         key = blob_key(self.tenant, self.project, sha)
         # Kept already? Worth a round trip to ask only when the upload would cost more than the question.
-        if staged is not None and isinstance(self.blobs, FileBlobStore):  # staged only by a file store
-            await self.blobs.settle(staged, key)
-        elif size <= ASK_FIRST_BYTES or not await self.blobs.exists(key):
+        if size <= ASK_FIRST_BYTES or not await self.blobs.exists(key):
             await self.blobs.put(key, data)
         artifact = Artifact(
             id=new_id("art"),
