@@ -5,43 +5,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 
 from rath_mcp.server import build_server
-from runtime import RunFailure, Runtime, StepContext, Workflow, step
+from runtime import Runtime
 from runtime.store import StoreURL
+from tests.deploy_flow import Deploy
 from tests.mcp.conftest import call
-from tests.store.contracts.conftest import fresh_store_url
+from tests.store.contracts.conftest import migrated_store_url
 
 pytestmark = pytest.mark.anyio
 
 
-class Deploy(Workflow):
-    """Builds, then deploys to state.target: fails without one (a fork with a target finishes it)."""
-
-    @step(entry=True, successors=["deploy"])
-    async def build(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        return {**state, "built": True}
-
-    @step()
-    async def deploy(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        if "target" not in state:
-            raise RunFailure("no target to deploy to")
-        return state
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreURL:
-    url = fresh_store_url(request.param, tmp_path, request)
-    if url.scheme == "postgresql":
-        from runtime.store.postgres import backend as postgres
-
-        anyio.run(postgres.migrate, url)
-    return url
+    return migrated_store_url(request.param, tmp_path, request)
 
 
 @pytest.fixture

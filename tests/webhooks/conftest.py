@@ -14,7 +14,7 @@ import pytest
 from runtime import Runtime
 from runtime.durable.store_shared import Scope
 from runtime.store import StoreURL
-from tests.store.contracts.conftest import fresh_store_url
+from tests.store.contracts.conftest import migrated_store_url
 from tests.webhooks.receiver import key_of
 
 SECRET = "whsec_" + base64.b64encode(bytes(range(7, 39))).decode()
@@ -32,12 +32,7 @@ class Clock:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StoreURL:
     monkeypatch.setenv("RATH_WEBHOOK_SECRET", SECRET)
-    url = fresh_store_url(request.param, tmp_path, request)
-    if url.scheme == "postgresql":
-        from runtime.store.postgres import backend as postgres
-
-        anyio.run(postgres.migrate, url)
-    return url
+    return migrated_store_url(request.param, tmp_path, request)
 
 
 @asynccontextmanager

@@ -12,28 +12,15 @@ from typing import Any
 
 import pytest
 
-from runtime import RunFailure, Runtime, StepContext, Workflow, step
+from runtime import Runtime, StepContext, Workflow, step
 from runtime.durable.store_shared import Scope
 from runtime.errors import InvalidInputError
 from runtime.store import StoreURL
+from tests.deploy_flow import Deploy
 from tests.webhooks.conftest import opened
 from tests.webhooks.receiver import receiving
 
 pytestmark = pytest.mark.anyio
-
-
-class Deploy(Workflow):
-    """Builds, then deploys to state.target: fails without one (a fork with a target finishes it)."""
-
-    @step(entry=True, successors=["deploy"])
-    async def build(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        return {**state, "built": True}
-
-    @step()
-    async def deploy(self, state: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        if "target" not in state:
-            raise RunFailure("no target to deploy to")
-        return state
 
 
 async def notified(rt: Runtime, run_id: str) -> dict[str, Any] | None:

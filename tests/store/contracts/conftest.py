@@ -33,6 +33,17 @@ def fresh_store_url(name: str, tmp_path: Path, request: pytest.FixtureRequest) -
     raise AssertionError(f"no way to open a {name} backend for the contract tests")  # pragma: no cover
 
 
+def migrated_store_url(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreURL:
+    """``fresh_store_url``, migrated where the store does not migrate on open (PostgreSQL), for tests that
+    open a ``Runtime`` or server on it (called outside the event loop)."""
+    url = fresh_store_url(name, tmp_path, request)
+    if url.scheme == "postgresql":
+        from runtime.store.postgres import backend as postgres
+
+        asyncio.run(postgres.migrate(url))
+    return url
+
+
 def postgres_dsn(request: pytest.FixtureRequest) -> str:
     """A URL on a fresh schema of the session's PostgreSQL database (call it from a sync fixture)."""
     return fresh_store_url("postgresql", Path("."), request).url

@@ -26,13 +26,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import pytest
-from anyio.abc import ByteStream, Process, TaskStatus
+from anyio.abc import Process
 
 from runtime import Runtime
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
 from tests.needs import unavailable
 from tests.store.postgres import delay_proxy, netns
+from tests.store.postgres.barrier import Barrier
 from tests.store.postgres.netns import Host
 
 pytestmark = pytest.mark.anyio
@@ -89,34 +90,6 @@ async def worker(host: Host, url: str, home: Path, *extra: str) -> AsyncIterator
                 await process.wait()
 
 
-class Barrier:
-    """The Unix socket ``held``'s step connects to (across namespaces: a path, not an address): each
-    arrival is (run id, the host it runs on, its stream, open until the test answers)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.send, self.arrivals = anyio.create_memory_object_stream[tuple[str, str, ByteStream]](10)
-
-    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        try:
-            async with await anyio.create_unix_listener(self.path) as listener:
-                task_status.started()
-                await listener.serve(self._arrived)
-        finally:
-            self.send.close()
-            self.arrivals.close()
-
-    async def _arrived(self, stream: ByteStream) -> None:
-        async with stream:
-            run_id, host = (await stream.receive()).decode().split()
-            await self.send.send((run_id, host, stream))
-            await anyio.sleep_forever()
-
-    async def next(self) -> tuple[str, str, ByteStream]:
-        with anyio.fail_after(WAIT_S):
-            return await self.arrivals.receive()
-
-
 def driven(ledger: Path) -> Counter[tuple[str, str, str]]:
     """How many times each (run, step, visit) ran."""
     lines = ledger.read_text().splitlines() if ledger.exists() else []
@@ -145,7 +118,7 @@ async def claims(rt: Runtime, run_id: str) -> list[str]:
 async def test_runs_started_here_are_driven_to_their_end_once_each_by_workers_on_three_hosts(
     machines: list[Host], store: str, tmp_path: Path
 ) -> None:
-    ledger, barrier = tmp_path / "ledger", Barrier(tmp_path / "barrier.sock")
+    ledger, barrier = tmp_path / "ledger", Barrier(tmp_path / "barrier.sock", WAIT_S)
     names = {host.name for host in machines}
     async with (
         delay_proxy.start([(host.outer, 1.0) for host in machines]) as listeners,
@@ -161,9 +134,9 @@ async def test_runs_started_here_are_driven_to_their_end_once_each_by_workers_on
                 await workers.enter_async_context(worker(host, through(store, listener), tmp_path / f"w{i}"))
             # one slot each, and a held run keeps its slot until answered: the three are on three hosts
             arrived = [await barrier.next() for _ in held]
-            assert sorted(run_id for run_id, _, _ in arrived) == sorted(held)
-            assert {host for _, host, _ in arrived} == names
-            for _, _, stream in arrived:
+            assert sorted(run_id for (run_id, _), _ in arrived) == sorted(held)
+            assert {host for (_, host), _ in arrived} == names
+            for _, stream in arrived:
                 await stream.send(b"go\n")
             for run_id in held + hops:
                 done = await rt.runs.wait(run_id, WAIT_S)
@@ -185,7 +158,7 @@ async def test_runs_started_here_are_driven_to_their_end_once_each_by_workers_on
 async def test_a_host_torn_down_mid_run_has_its_run_taken_over_by_another_host_when_its_lease_expires(
     machines: list[Host], store: str, tmp_path: Path
 ) -> None:
-    ledger, barrier = tmp_path / "ledger", Barrier(tmp_path / "barrier.sock")
+    ledger, barrier = tmp_path / "ledger", Barrier(tmp_path / "barrier.sock", WAIT_S)
     lost, *others = machines
     async with (
         delay_proxy.start([(host.outer, 5.0) for host in machines]) as listeners,
@@ -201,7 +174,7 @@ async def test_a_host_torn_down_mid_run_has_its_run_taken_over_by_another_host_w
                 worker(lost, urls[0], tmp_path / "w0", "--lease-s", SHORT_LEASE_S)
             )
             run_id = (await rt.runs.start("held", input={"ledger": str(ledger), "socket": str(barrier.path)})).id
-            first_id, first_host, _held = await barrier.next()  # paid, and holding at the barrier
+            (first_id, first_host), _held = await barrier.next()  # paid, and holding at the barrier
             assert (first_id, first_host) == (run_id, lost.name)
             for i, (host, url) in enumerate(zip(others, urls[1:], strict=True), start=1):
                 await workers.enter_async_context(worker(host, url, tmp_path / f"w{i}", "--lease-s", "3600"))
@@ -210,7 +183,7 @@ async def test_a_host_torn_down_mid_run_has_its_run_taken_over_by_another_host_w
             await doomed.wait()
             netns.tear_down(lost)
 
-            again_id, again_host, again = await barrier.next()  # reaped once the lease ran out, claimed elsewhere
+            (again_id, again_host), again = await barrier.next()  # reaped once the lease ran out, claimed elsewhere
             assert again_id == run_id
             assert again_host in {host.name for host in others}
             await again.send(b"go\n")

@@ -20,12 +20,13 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import ByteStream, Process
+from anyio.abc import Process
 from mcp import Client
 
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
 from tests.mcp.conftest import call
+from tests.store.postgres.barrier import Barrier
 from tests.transports._servers import RunningServer, http_server
 
 pytestmark = pytest.mark.anyio
@@ -75,33 +76,6 @@ def client(server: RunningServer) -> Client:
     return Client(f"{server.base}/mcp", mode="legacy")
 
 
-class Barrier:
-    """The Unix socket the ``barrier`` step connects to: each arrival is (worker pid, its stream)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.send, self.arrivals = anyio.create_memory_object_stream[tuple[int, ByteStream]](10)
-
-    async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        try:
-            async with await anyio.create_unix_listener(self.path) as listener:
-                task_status.started()
-                await listener.serve(self._arrived)
-        finally:
-            self.send.close()
-            self.arrivals.close()
-
-    async def _arrived(self, stream: ByteStream) -> None:
-        async with stream:
-            pid = int((await stream.receive()).decode().strip())
-            await self.send.send((pid, stream))
-            await anyio.sleep_forever()  # the stream stays open until the test is done with it
-
-    async def next(self) -> tuple[int, ByteStream]:
-        with anyio.fail_after(WAIT_S):  # a safety net: the arrival is an event, not a poll
-            return await self.arrivals.receive()
-
-
 async def state_of(client: Client, run_id: str) -> dict[str, Any]:
     body = (await client.read_resource(f"rath://runs/{run_id}")).contents[0]
     state: dict[str, Any] = json.loads(getattr(body, "text", "{}"))["state"]
@@ -142,7 +116,7 @@ async def test_an_interrupt_answered_on_one_server_wakes_the_wait_on_the_other(s
 
 
 async def test_a_worker_killed_mid_step_is_taken_over_and_its_effect_applied_once(store: str, tmp_path: Path) -> None:
-    ledger, barrier = tmp_path / "ledger", Barrier(tmp_path / "barrier.sock")
+    ledger, barrier = tmp_path / "ledger", Barrier(tmp_path / "barrier.sock", WAIT_S)
     async with (
         servers(store, tmp_path) as (first, _second),
         worker(store, tmp_path / "w1", "--workers", "1", "--lease-s", "1.5") as w1,
@@ -152,15 +126,15 @@ async def test_a_worker_killed_mid_step_is_taken_over_and_its_effect_applied_onc
         await tg.start(barrier.serve)
         run_input = {"ledger": str(ledger), "socket": str(barrier.path)}
         run = await call(first, "run_start", workflow="barrier", input=run_input, wait_s=0)
-        pid, _held = await barrier.next()  # the effect is recorded and applied; the step holds here
+        (pid,), _held = await barrier.next()  # the effect is recorded and applied; the step holds here
         assert _lines(ledger) == [run["run_id"]]
-        killed, survivor = (w1, w2) if pid == w1.pid else (w2, w1)
-        assert pid == killed.pid
+        killed, survivor = (w1, w2) if int(pid) == w1.pid else (w2, w1)
+        assert int(pid) == killed.pid
         killed.send_signal(signal.SIGKILL)
         await killed.wait()
 
-        pid, again = await barrier.next()  # the lease expired; the other worker re-runs the step
-        assert pid == survivor.pid
+        (pid,), again = await barrier.next()  # the lease expired; the other worker re-runs the step
+        assert int(pid) == survivor.pid
         await again.send(b"go\n")
         done = await call(first, "run_wait", run_id=run["run_id"], timeout_s=WAIT_S)
         assert done["status"] == "succeeded", done
@@ -172,7 +146,7 @@ async def test_a_worker_killed_mid_step_is_taken_over_and_its_effect_applied_onc
 async def test_a_cancel_on_one_server_reaches_the_worker_in_another_process_by_notify(
     store: str, tmp_path: Path
 ) -> None:
-    barrier = Barrier(tmp_path / "barrier.sock")
+    barrier = Barrier(tmp_path / "barrier.sock", WAIT_S)
     async with (
         servers(store, tmp_path) as (first, second),
         worker(store, tmp_path / "w", "--lease-s", "3600") as _driving,  # no renewal can carry the cancel
