@@ -282,13 +282,18 @@ def report(rates: dict[int, float], figures: dict[str, list[float]], args: argpa
         ("pgbench tps, 1 client, TPC-B-like (5 statements)", med["tpcb1"], ""),
         ("  one run / TPC-B 1 client (second line, no target)", med["one"] / med["tpcb1"], ""),
     ]
-    for name, value, target in lines:
-        print(f"{name:<56} {value:>10.{3 if value < 10 else 1}f}  {target}")
     checks = {
         "scale-out": efficiency >= SCALE_TARGET,
         f"{MANY_RUNS} runs vs pgbench": many >= MANY_TARGET,
         "one run vs pgbench": one >= ONE_TARGET,
     }
+    return verdict(lines, checks, 56)
+
+
+def verdict(lines: list[tuple[str, float, str]], checks: dict[str, bool], width: int) -> int:
+    """Print the table's lines (name, value, target) and which targets were missed; 1 when any was."""
+    for name, value, target in lines:
+        print(f"{name:<{width}} {value:>10.{3 if value < 10 else 1}f}  {target}")
     missed = [name for name, ok in checks.items() if not ok]
     if missed:
         print(f"MISSED: {', '.join(missed)}")

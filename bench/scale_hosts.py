@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from bench.scale import MANY_RUNS, drive, scratch_database, worker_command, worker_processes
+from bench.scale import MANY_RUNS, drive, scratch_database, verdict, worker_command, worker_processes
 from runtime import Runtime
 from runtime.store import parse_store_url
 from runtime.store.postgres import backend as postgres
@@ -186,11 +186,4 @@ def report(
     rows.append(
         ("  5 ms / no proxy (second line: the proxy's own cost counted)", med["noop 5"] / med["noop direct"], "")
     )
-    for name, value, target in rows:
-        print(f"{name:<60} {value:>10.{3 if value < 10 else 1}f}  {target}")
-    missed = [name for name, ok in checks.items() if not ok]
-    if missed:
-        print(f"MISSED: {', '.join(missed)}")
-        return 1
-    print("all targets met")
-    return 0
+    return verdict(rows, checks, 60)
