@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from runtime.store import parse_store_url
 from runtime.store.postgres import PostgresDatabase
+from runtime.store.postgres import backend as postgres
 from tests import pg
 from tests.store.postgres.proxy import Proxy
 
@@ -16,6 +18,17 @@ async def pg_url(pg_database: str) -> str:
     """A URL whose connections see only a fresh schema of their own (``search_path``)."""
     schema = await pg.create_schema(pg_database)
     return pg.url(pg_database, search_path=schema)
+
+
+@pytest.fixture
+async def store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A migrated store for worker and server processes the test starts (the tests of several processes
+    and of several hosts): every process started from here on polls once an hour, so only a
+    notification wakes it, and none reads a store from the environment."""
+    await postgres.migrate(parse_store_url(pg_url))
+    monkeypatch.setenv("RATH_POLL_S", "3600")
+    monkeypatch.delenv("RATH_STORE", raising=False)
+    return pg_url
 
 
 @pytest.fixture

@@ -29,8 +29,6 @@ import pytest
 from anyio.abc import Process
 
 from runtime import Runtime
-from runtime.store import parse_store_url
-from runtime.store.postgres import backend as postgres
 from tests.needs import unavailable
 from tests.store.postgres import delay_proxy, netns
 from tests.store.postgres.barrier import Barrier
@@ -55,15 +53,6 @@ def machines() -> Iterator[list[Host]]:
         except subprocess.CalledProcessError as exc:
             unavailable(f"network namespaces ({' '.join(exc.cmd)}: {exc.stderr.strip()})", "run as root, as CI does")
         yield found
-
-
-@pytest.fixture
-async def store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A migrated store; every process started from here on polls once an hour."""
-    await postgres.migrate(parse_store_url(pg_url))
-    monkeypatch.setenv("RATH_POLL_S", "3600")
-    monkeypatch.delenv("RATH_STORE", raising=False)
-    return pg_url
 
 
 def through(url: str, listener: delay_proxy.Listener) -> str:

@@ -23,8 +23,6 @@ import pytest
 from anyio.abc import Process
 from mcp import Client
 
-from runtime.store import parse_store_url
-from runtime.store.postgres import backend as postgres
 from tests.mcp.conftest import call
 from tests.store.postgres.barrier import Barrier
 from tests.transports._servers import RunningServer, http_server
@@ -32,15 +30,6 @@ from tests.transports._servers import RunningServer, http_server
 pytestmark = pytest.mark.anyio
 FLOWS = "tests.store.postgres.process_flows"
 WAIT_S = 50  # run_wait's longest budget: far below the hour-long polls
-
-
-@pytest.fixture
-async def store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A migrated store; every process started from here on polls once an hour."""
-    await postgres.migrate(parse_store_url(pg_url))
-    monkeypatch.setenv("RATH_POLL_S", "3600")
-    monkeypatch.delenv("RATH_STORE", raising=False)
-    return pg_url
 
 
 @asynccontextmanager
