@@ -1,13 +1,18 @@
 """Real ``rath-mcp serve`` subprocesses on 127.0.0.1 for the transport tests, and clients for them.
 
-Servers are started as ``sys.executable -m rath_mcp serve ...`` (the same thing a host runs), on a
-free port, each with its own home; readiness is a bounded poll of the TCP port (another process
-gives us no event to wait on), and the process is always terminated, also when a test fails.
-The server's stderr goes to a file so a failing test can show what the server said.
+Servers are started as ``sys.executable -m rath_mcp serve ...`` (the same thing a host runs) with
+``--port 0``, each with its own home: the server binds a port the kernel picks and, once it listens,
+says which on stderr. Its stderr goes to a file (so a failing test can show what the server said),
+and readiness is a bounded poll of that file for the line (another process gives us no event to wait
+on). A port picked here and closed again before the server binds it could be taken meanwhile by any
+other socket on the machine, and a poll of it could then reach another process's listener. The
+process is always terminated, also when a test fails.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import socket
 import subprocess
 import sys
@@ -31,11 +36,14 @@ Wire = Literal["stdio", "http", "sse"]
 Era = Literal["legacy", "2026-07-28"]
 TRANSPORTS: tuple[Transport, ...] = ("memory", "stdio", "http", "sse")
 ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")
-READY_TIMEOUT_S = 30.0
+READY_TIMEOUT_S = 30.0  # a bound on how long a server may take to say where it listens, never a measurement
+ANNOUNCED = re.compile(r"^rath-mcp: serving MCP over .* on http://\S+:(\d+)/", re.MULTILINE)
+_logs = itertools.count()
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now: for a client that must find no server
+    there, never one to serve on (any socket on the machine may take it before a server binds it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -66,19 +74,17 @@ class RunningServer:
         return self.log.read_text(errors="replace")[-4000:]
 
 
-async def _wait_listening(server: RunningServer) -> None:
-    """Poll the port until the server accepts connections; fail early if the process died."""
+async def _announced_port(process: Process, log: Path) -> int:
+    """The port the server says it listens on (it says so once it does); fail early if the process died."""
+    said = anyio.Path(log)
     with anyio.fail_after(READY_TIMEOUT_S):
         while True:
-            if server.process.returncode is not None:
-                raise AssertionError(f"rath-mcp serve exited with {server.process.returncode}:\n{server.stderr()}")
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", server.port)
-            except OSError:
-                await anyio.sleep(0.05)
-                continue
-            await stream.aclose()
-            return
+            exited = process.returncode is not None  # before reading: once it has ended, the file holds all it said
+            if found := ANNOUNCED.search(text := await said.read_text(errors="replace")):
+                return int(found.group(1))
+            if exited:
+                raise AssertionError(f"rath-mcp serve exited with {process.returncode}:\n{text[-4000:]}")
+            await anyio.sleep(0.05)
 
 
 async def _stop(process: Process) -> None:
@@ -95,20 +101,18 @@ async def _stop(process: Process) -> None:
 
 @asynccontextmanager
 async def http_server(transport: Literal["http", "sse"], home: Path, *extra: str) -> AsyncIterator[RunningServer]:
-    """``rath-mcp serve --transport http|sse`` on a free port of 127.0.0.1, for the life of the block."""
-    port = free_port()
-    log = home.parent / f"serve-{transport}-{port}.log"
+    """``rath-mcp serve --transport http|sse --port 0`` on 127.0.0.1, for the life of the block, once it
+    has said which port it listens on."""
+    log = home.parent / f"serve-{transport}-{next(_logs)}.log"
     with log.open("wb") as err:
         process = await anyio.open_process(
-            serve_command(transport, home, port, *extra),
+            serve_command(transport, home, 0, *extra),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
         )
-        server = RunningServer(process, port, log)
         try:
-            await _wait_listening(server)
-            yield server
+            yield RunningServer(process, await _announced_port(process, log), log)
         finally:
             await _stop(process)
 
