@@ -13,7 +13,7 @@ import hmac
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +35,7 @@ class Receiver:
     got: list[Received] = field(default_factory=list)  # answered
     arrived: list[Received] = field(default_factory=list)  # read, before the answer (which ``hold`` may hold up)
     hold: threading.Event | None = None  # set: answer; unset: hang (a slow receiver)
+    on_arrival: Callable[[], None] | None = None  # called in the serving thread as each request is read
     changed: threading.Condition = field(default_factory=threading.Condition)
 
     async def wait_for(self, n: int, timeout: float = 30.0, *, answered: bool = True) -> list[Received]:
@@ -60,6 +61,8 @@ def receiving(
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
             request = Received({k.lower(): v for k, v in self.headers.items()}, body, self.path)
+            if receiver.on_arrival is not None:
+                receiver.on_arrival()
             with receiver.changed:
                 code = receiver.codes.pop(0) if receiver.codes else 200
                 receiver.arrived.append(request)

@@ -8,7 +8,10 @@ runs out (three times a try's limit: ``RATH_WEBHOOK_TIMEOUT_S=3`` here) and send
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -39,10 +42,14 @@ async def test_a_killed_workers_pending_delivery_is_sent_by_another(
             rt.webhooks.sender.clock = lambda: 0.0  # this process sends nothing: the workers do
             async with running(worker_argv(tmp_path / "a", store_url)) as a:
                 await a.line_with(r"^rath-mcp: worker on the store ")
+                # A is killed as its request is read, in the receiver's thread: killed from this task once
+                # it heard of the request, A's try could run out its 3 s first on a loaded machine, and
+                # A would record it (a failed try, then a retry of its own).
+                receiver.on_arrival = partial(os.kill, a.process.pid, signal.SIGKILL)
                 run = await rt.runs.start("echo", input={"message": "hi"}, notify_url=receiver.url)
                 (first,) = await receiver.wait_for(1, answered=False)  # A's try, held unanswered
-                a.process.kill()
                 await a.process.wait()
+                receiver.on_arrival = None
             receiver.hold.set()  # answer from now on
             assert (await rt.runs.get(run.id)).status == "succeeded"
             async with running(worker_argv(tmp_path / "b", store_url)) as b:
