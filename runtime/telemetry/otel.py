@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from runtime.extras import require_extra
-from runtime.telemetry.base import CAPTURE_VARIABLE, Attributes, AttributeValue, Kind, Span, Tracing
+from runtime.telemetry.base import CAPTURE_VARIABLE, Attributes, Kind, Span, Tracing
 
 require_extra("opentelemetry.sdk.trace", "otel")
 require_extra("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel")
@@ -31,9 +31,11 @@ import opentelemetry.trace as trace  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter  # noqa: E402
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator  # noqa: E402
 
+from runtime.telemetry.otel_spans import Recorder  # noqa: E402
 from runtime.telemetry.otlp import OtlpSpanExporter  # noqa: E402
 
 DEFAULT_SERVICE_NAME = "rath-mcp"
@@ -43,62 +45,20 @@ _KINDS = {"internal": SpanKind.INTERNAL, "server": SpanKind.SERVER, "client": Sp
 _CONTEXT_KEYS = ("traceparent", "tracestate")
 
 
-def _clean(attributes: Attributes) -> dict[str, AttributeValue]:
-    return {key: value for key, value in attributes.items() if value is not None}
-
-
-class OtelSpan(Span):
-    """One OpenTelemetry span; entering makes it current, leaving ends it (an exception marks it failed)."""
-
-    __slots__ = ("_capture", "_failed", "_span", "_token")
-    recording = True
-
-    def __init__(self, span: trace.Span, capture: bool) -> None:
-        self._span = span
-        self._capture = capture
-        self._failed = False
-        self._token: object = None
-
-    def __enter__(self) -> OtelSpan:
-        self._token = otel_context.attach(trace.set_span_in_context(self._span))
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        error = exc_info[1] if exc_info else None
-        try:
-            if isinstance(error, Exception) and not self._failed:  # a cancellation is no failure of the span's work
-                self.fail(type(error).__qualname__, str(error))
-        finally:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
-            self._span.end()
-
-    def set(self, key: str, value: AttributeValue | None) -> None:
-        if value is not None:
-            self._span.set_attribute(key, value)
-
-    def set_many(self, attributes: Attributes) -> None:
-        self._span.set_attributes(_clean(attributes))
-
-    def event(self, name: str, attributes: Attributes | None = None) -> None:
-        self._span.add_event(name, _clean(attributes or {}))
-
-    def fail(self, error_type: str, description: str | None = None) -> None:
-        self._failed = True
-        self._span.set_attribute("error.type", error_type)
-        self._span.set_status(StatusCode.ERROR, description if self._capture else None)
-
-
 class OtelTracing(Tracing):
-    """Spans recorded by an SDK ``TracerProvider`` of our own and exported in batches."""
+    """Spans made with an SDK ``TracerProvider`` of our own (``otel_spans.py``) and exported in batches."""
 
     enabled = True
 
     def __init__(self, exporter: SpanExporter, *, capture_content: bool = False, resource: Resource | None = None):
         super().__init__()
         self.capture_content = capture_content
-        self._provider = TracerProvider(resource=resource or _resource({}))  # sampler: OTEL_TRACES_SAMPLER
-        self._provider.add_span_processor(BatchSpanProcessor(exporter))  # OTEL_BSP_* read by the processor
-        self._tracer = self._provider.get_tracer("rath-mcp", _version())
+        # the provider reads the sampler (OTEL_TRACES_SAMPLER) and owns the processor's shutdown; spans
+        # are made by the Recorder (otel_spans.py) with its sampler, ids and resource
+        self._provider = TracerProvider(resource=resource or _resource({}))
+        processor = BatchSpanProcessor(exporter)  # OTEL_BSP_* read by the processor
+        self._provider.add_span_processor(processor)
+        self._recorder = Recorder(self._provider, processor, InstrumentationScope("rath-mcp", _version()))
         self._propagator = TraceContextTextMapPropagator()
         self._stopped = False
 
@@ -115,19 +75,9 @@ class OtelTracing(Tracing):
         kind: Kind = "internal",
         attributes: Attributes | None = None,
         carriers: Sequence[Mapping[str, object]] = (),
-    ) -> OtelSpan:
-        # a step's span (no carriers, no None among its attributes) goes to the SDK without copies
+    ) -> Span:
         parent = self._parent(carriers) if carriers else None
-        if attributes and None in attributes.values():
-            attributes = _clean(attributes)
-        started = self._tracer.start_span(
-            name,
-            context=parent,
-            kind=_KINDS[kind],
-            attributes=cast(dict[str, AttributeValue], attributes),
-            record_exception=False,
-        )
-        return OtelSpan(started, self.capture_content)
+        return self._recorder.start(name, _KINDS[kind], attributes, parent, self.capture_content)
 
     def _parent(self, carriers: Sequence[Mapping[str, object]]) -> otel_context.Context | None:
         """The first carrier's valid W3C trace context, else ``None`` (the current span is the parent)."""

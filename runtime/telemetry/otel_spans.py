@@ -1,0 +1,230 @@
+"""Spans made whole when they end: the SDK's sampler, ids, resource and batch processor, without its ``Span``.
+
+Every span of ours lives inside one ``with`` block of our own (``OtelTracing.span``): it starts there,
+gets its attributes, events and status there and ends there, and nothing outside holds it. So it
+needs none of what the SDK's mutable ``Span`` pays for on each one (a lock, attribute validation
+into a ``BoundedAttributes`` as each is set, the ``ReadableSpan`` copy made at its end, the
+processor fan-out): that was about half of what tracing cost a durable no-op step. Here a span is
+a few slots while it runs; what is current meanwhile is a ``NonRecordingSpan`` of its ids, so its
+children (effects, commands, model calls, outgoing ``traceparent`` headers, runs started in it)
+name it as their parent; at its end it becomes one ``ReadableSpan`` (the SDK's public class, what
+its exporters take) handed to the batch processor we configured.
+
+What stays the SDK's: the ids (the provider's ``id_generator``), the sampling decision (the
+provider's sampler, ``OTEL_TRACES_SAMPLER``, asked for every span through its public
+``should_sample``, as the SDK's tracer does: a parent-based sampler follows the parent's flag, a
+ratio decides by the trace id, ``always_off`` records nothing but still makes ids, so a child of an
+unsampled span is unsampled too), the resource, and the span limits (``OTEL_SPAN_*``,
+``OTEL_ATTRIBUTE_*``: applied at the end, by the SDK's ``BoundedAttributes``, when a span is over
+one). Not kept: the SDK's ``on_start`` (a ``BatchSpanProcessor``'s does nothing) and its own
+span-count metrics (made only with a meter provider, which ours never has).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from time import time_ns
+from typing import Any
+
+import opentelemetry.context as otel_context
+import opentelemetry.trace as trace
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+
+from runtime.telemetry.base import Attributes, AttributeValue, Span
+
+_SAMPLED = TraceFlags.SAMPLED
+_RANDOM = TraceFlags.RANDOM_TRACE_ID
+_UNSET = Status(StatusCode.UNSET)
+_PARENT_BASED = ("parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio")
+
+
+def clean(attributes: Attributes) -> dict[str, Any]:
+    """``attributes`` without its ``None`` values; lists become tuples (a caller's list may change after)."""
+    return {
+        key: tuple(value) if isinstance(value, list) else value
+        for key, value in attributes.items()
+        if value is not None
+    }
+
+
+def follows_local_parent(sampler: Sampler, environ: Mapping[str, str]) -> bool:
+    """Whether ``sampler``'s decision under a parent span of this process is that parent's sampled flag.
+
+    True of the samplers ``OTEL_TRACES_SAMPLER`` names ``parentbased_*`` (the default is
+    ``parentbased_always_on``): the SDK builds them as its ``ParentBased`` with the default delegates for
+    a local parent (``ALWAYS_ON`` when it is sampled, ``ALWAYS_OFF`` when not, the parent's trace state
+    kept). Any other sampler (``traceidratio``, ``always_on``, ``always_off``, or a ``ParentBased`` made
+    otherwise) is asked for every span.
+    """
+    named = environ.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
+    return isinstance(sampler, ParentBased) and named in _PARENT_BASED
+
+
+class Recorder:
+    """What every span is made with: the provider's sampler, id generator and resource, our scope, the limits
+    and the span processor that batches ended spans for the exporter."""
+
+    def __init__(self, provider: TracerProvider, processor: SpanProcessor, scope: InstrumentationScope) -> None:
+        self.sampler = provider.sampler
+        self.ids = provider.id_generator
+        self.resource = provider.resource
+        self.scope = scope
+        self.processor = processor
+        self.limits = SpanLimits()  # the OTEL_SPAN_* / OTEL_ATTRIBUTE_* variables, as the provider reads them
+        self._random_roots = self.ids.is_trace_id_random()
+        self._follows_local_parent = follows_local_parent(self.sampler, os.environ)
+
+    def start(
+        self,
+        name: str,
+        kind: SpanKind,
+        attributes: Attributes | None,
+        parent: otel_context.Context | None,
+        capture: bool,
+    ) -> Span:
+        """A span starting now, a child of ``parent`` (a context; ``None``: the current one)."""
+        parent_ids: SpanContext | None = trace.get_current_span(parent).get_span_context()
+        if parent_ids is not None and parent_ids.is_valid:
+            trace_id, random = parent_ids.trace_id, parent_ids.trace_flags.random_trace_id
+        else:
+            parent_ids, trace_id, random = None, self.ids.generate_trace_id(), self._random_roots
+        given = clean(attributes) if attributes else {}
+        if parent_ids is not None and self._follows_local_parent and not parent_ids.is_remote:
+            # what the sampler would decide (follows_local_parent), without asking it: most spans are these
+            decision = Decision.RECORD_AND_SAMPLE if parent_ids.trace_flags.sampled else Decision.DROP
+            trace_state: TraceState | None = parent_ids.trace_state
+        else:
+            decided = self.sampler.should_sample(parent, trace_id, name, kind, given)
+            decision, trace_state = decided.decision, decided.trace_state
+            # the sampler's attributes are the span's (the SDK's tracer starts a span with them): ours, or more
+            given = dict(decided.attributes)
+        flags = (_SAMPLED if decision is Decision.RECORD_AND_SAMPLE else 0) | (_RANDOM if random else 0)
+        ids = SpanContext(trace_id, self.ids.generate_span_id(), False, TraceFlags(flags), trace_state)
+        if decision is Decision.DROP:
+            return UnrecordedSpan(ids)
+        return OtelSpan(self, name, kind, ids, parent_ids, given, capture)
+
+    def end(self, span: OtelSpan, end_time: int) -> None:
+        limits = self.limits
+        attributes: Mapping[str, Any] = span.attributes
+        events: Sequence[Event] = span.events
+        most, longest = limits.max_span_attributes, limits.max_span_attribute_length
+        if longest is not None or (most is not None and len(attributes) > most):
+            attributes = BoundedAttributes(most, attributes, immutable=True, max_value_len=longest)
+        if events and limits.max_events is not None and len(events) > limits.max_events:
+            events = BoundedList.from_seq(limits.max_events, events)
+        ended = ReadableSpan(
+            name=span.name,
+            context=span.ids,
+            parent=span.parent,
+            resource=self.resource,
+            attributes=attributes,
+            events=events,
+            kind=span.kind,
+            status=span.status,
+            start_time=span.start_time,
+            end_time=end_time,
+            instrumentation_scope=self.scope,
+        )
+        self.processor.on_end(ended)
+
+    def event(self, name: str, attributes: Attributes | None) -> Event:
+        limits = self.limits
+        bounded = BoundedAttributes(
+            limits.max_event_attributes,
+            clean(attributes or {}),
+            immutable=True,
+            max_value_len=limits.max_attribute_length,
+        )
+        return Event(name, bounded, time_ns())
+
+
+class _Current(Span):
+    """A span whose ids are the current context's while its ``with`` block runs."""
+
+    __slots__ = ("_token", "ids")
+
+    def __init__(self, ids: SpanContext) -> None:
+        self.ids = ids
+        self._token: object = None
+
+    def __enter__(self) -> _Current:
+        self._token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(self.ids)))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+
+
+class UnrecordedSpan(_Current):
+    """A span the sampler dropped: its ids are current (its children know they are unsampled too), nothing
+    set on it goes anywhere."""
+
+    __slots__ = ()
+
+
+class OtelSpan(_Current):
+    """A span being recorded: entering makes it current, leaving ends it (an exception marks it failed)."""
+
+    __slots__ = (
+        "_capture",
+        "_failed",
+        "_recorder",
+        "attributes",
+        "events",
+        "kind",
+        "name",
+        "parent",
+        "start_time",
+        "status",
+    )
+    recording = True
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        name: str,
+        kind: SpanKind,
+        ids: SpanContext,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        capture: bool,
+    ) -> None:
+        super().__init__(ids)
+        self._recorder = recorder
+        self.name, self.kind, self.parent, self.attributes = name, kind, parent, attributes
+        self.events: list[Event] = []
+        self.status = _UNSET
+        self._capture = capture
+        self._failed = False
+        self.start_time = time_ns()
+
+    def __exit__(self, *exc_info: object) -> None:
+        error = exc_info[1] if exc_info else None
+        try:
+            if isinstance(error, Exception) and not self._failed:  # a cancellation is no failure of the span's work
+                self.fail(type(error).__qualname__, str(error))
+        finally:
+            super().__exit__()
+            self._recorder.end(self, time_ns())
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        if value is not None:
+            self.attributes[key] = tuple(value) if isinstance(value, list) else value
+
+    def set_many(self, attributes: Mapping[str, AttributeValue | None]) -> None:
+        self.attributes.update(clean(attributes))
+
+    def event(self, name: str, attributes: Attributes | None = None) -> None:
+        self.events.append(self._recorder.event(name, attributes))
+
+    def fail(self, error_type: str, description: str | None = None) -> None:
+        self._failed = True
+        self.attributes["error.type"] = error_type
+        self.status = Status(StatusCode.ERROR, description if self._capture else None)
