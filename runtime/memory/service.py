@@ -160,15 +160,11 @@ class MemoryService:
                 near = await semantic.search(self.store, self._key, query, k, scope)  # DEPTH is for fusion
                 matched = [(f, "semantic") for f in near]
             else:  # the two rankings at once: BM25 runs while the query is embedded
-                ranked: dict[str, builtins.list[Found]] = {}
-
-                async def nearest() -> None:
-                    ranked["semantic"] = await semantic.search(self.store, self._key, query, max(k, DEPTH), scope)
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(nearest)
-                    ranked["keyword"] = await self.store.search(terms, max(k, DEPTH), scope)
-                matched = fuse(ranked["keyword"], ranked["semantic"], k)
+                depth = max(k, DEPTH)
+                near, words = await semantic.search_beside(
+                    self.store, self._key, query, depth, scope, lambda: self.store.search(terms, depth, scope)
+                )
+                matched = fuse(words or [], near, k)
         found = [f for f, _ in matched]
         scan = max(SNIPPET_MIN_SCAN, SNIPPET_SCAN // max(1, len(found)))
 
