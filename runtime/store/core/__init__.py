@@ -11,8 +11,9 @@ It never touches a connection, a thread or an event loop, so the same code runs
 
 Where the two SQL dialects really differ (locking clauses, upserts, full-text search) an operation
 asks its ``Dialect`` (``dialect.py``) for the fragment instead of branching on a backend's name.
-A driver's "duplicate key" error reaches the operation as ``Duplicate`` (thrown into it at the
-``yield``), so an operation can turn a unique violation into its own ``StoreError``.
+A statement the database refuses reaches the operation as ``Failed`` (``Duplicate`` for a duplicate key),
+thrown into it at the ``yield``, so an operation can turn a unique violation into its own ``StoreError``
+or roll back to a savepoint of its own.
 
 Why generators rather than DBOS's one class with dialect subclasses: the SQLite backend commits on
 a synchronous writer thread (group commit, fsync shared across callers) while the PostgreSQL one is
@@ -24,6 +25,6 @@ fencing check and row mapping in one function both backends drive. See docs/arch
 from __future__ import annotations
 
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Duplicate, Executor, Op, Stmt, many, none, one, rows, value
+from runtime.store.core.statements import Duplicate, Executor, Failed, Op, Stmt, many, none, one, rows, value
 
-__all__ = ["Dialect", "Duplicate", "Executor", "Op", "Stmt", "many", "none", "one", "rows", "value"]
+__all__ = ["Dialect", "Duplicate", "Executor", "Failed", "Op", "Stmt", "many", "none", "one", "rows", "value"]

@@ -1,16 +1,15 @@
 """What both backends' ``StoreBackend`` objects share: every store written once in the core, made on
-the backend's ``Executor``. A backend subclasses it with what stays its own: its database, the run
-stores whose commits it drives itself, and its keyword index."""
+the backend's ``Executor``. A backend subclasses it with what stays its own: its database, its run store
+where it has more to do than the core's (PostgreSQL's ``watch`` and step commits), and its keyword index."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from runtime.durable.store import RunQueue, RunStore
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
 from runtime.store.core.artifacts import CoreArtifactStore
 from runtime.store.core.memory import CoreMemoryStore, Recall
+from runtime.store.core.runs import CoreRunQueue, CoreRunStore
 from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.core.sessions import CoreSessionStore
 from runtime.store.core.statements import Executor
@@ -28,27 +27,20 @@ D = TypeVar("D", bound=Database)
 class CoreBackend(Generic[D]):
     """An open store: ``url``, its database ``db``, the ``ex`` that runs core operations on it, and the stores."""
 
-    def __init__(
-        self,
-        url: StoreURL,
-        db: D,
-        ex: Executor,
-        recall: Recall,
-        runs: Callable[[D, str, str], RunStore],
-        queue: Callable[[D], RunQueue],
-    ) -> None:
+    run_store: type[CoreRunStore] = CoreRunStore
+
+    def __init__(self, url: StoreURL, db: D, ex: Executor, recall: Recall) -> None:
         self.url, self.db, self.ex = url, db, ex
         self._recall = recall  # the backend's keyword index (FTS5, or PostgreSQL's BM25 tables)
-        self._runs, self._queue = runs, queue  # the backend's: their commits are its own transactions
 
     def sessions(self, tenant: str, project: str) -> CoreSessionStore:
         return CoreSessionStore(self.ex, tenant, project)
 
-    def runs(self, tenant: str, project: str) -> RunStore:
-        return self._runs(self.db, tenant, project)
+    def runs(self, tenant: str, project: str) -> CoreRunStore:
+        return self.run_store(self.ex, tenant, project)
 
-    def queue(self) -> RunQueue:
-        return self._queue(self.db)
+    def queue(self) -> CoreRunQueue:
+        return CoreRunQueue(self.ex)
 
     async def close(self) -> None:
         await self.db.close()

@@ -35,7 +35,7 @@ from runtime.durable.store import ClaimOrder, EventSpec, Limits
 from runtime.durable.store_shared import Scope, scope_args
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.run_rows import EMPTY_SCOPES, IN_SCOPE, append_events
+from runtime.store.core.run_rows import EMPTY_SCOPES, IN_SCOPE, append_events, changed
 from runtime.store.core.statements import Op, Row, rows, value
 from runtime.store.core.tables.durable import SCOPE_LOCK
 
@@ -215,6 +215,7 @@ def claim(d: Dialect, scope: Scope | None, order: ClaimOrder) -> Op[list[Row]]:
             ("step.started", {"step": row["step"], "visit": row["visit"], "attempt": row["attempt"]}),
         ]
         yield from append_events(d, row["id"], row["last_seq"], events, at)
+    yield from changed(d, [row["id"] for row in found])
     return found
 
 

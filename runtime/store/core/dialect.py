@@ -40,6 +40,9 @@ class Dialect:
     #: whether a small point read runs in place on the event loop (``Executor.lookup``; SQLite): worth a
     #: cheap size check first. Elsewhere a lookup is a read like any other, so no check is made.
     point_reads: bool = True
+    #: whether a write tells other processes what it changed (``statements.notice``, sent once it commits:
+    #: PostgreSQL's NOTIFY); where it cannot, their runtimes poll
+    notifies: bool = False
     #: the stamp of a vector written now, and (a SELECT) the horizon a reader asks from next time:
     #: every vector it has not seen is stamped at or after it (``runtime.store.core.vectors``)
     stamp_next: str = "(SELECT coalesce(max(stamp), 0) + 1 FROM memory_vectors)"
@@ -83,6 +86,7 @@ POSTGRES = Dialect(
     on_conflict_ignore=" ON CONFLICT DO NOTHING",
     index_hints=False,
     point_reads=False,
+    notifies=True,
     xact_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, ?))",
     arrays=True,
     stamp_next="pg_current_xact_id()::text::bigint",

@@ -14,13 +14,13 @@ executemany (SQLite buffers a RETURNING's rows in a table of their own: the read
 
 Locking order on PostgreSQL, so that concurrent writers never deadlock on one run: a write locks the
 run's row first (the fenced UPDATE, or ``lock_held`` / ``run_row(lock=True)``) and only then touches
-its interrupts and effects. The ops here never NOTIFY: each returns (or its caller knows) the runs it
-changed, and the PostgreSQL backend announces those (``postgres/runs.py``).
+its interrupts and effects. Every write of a run row here tells other processes the run changed
+(``changed``: a notice sent on commit where the dialect notifies, which a run store's ``watch`` hears).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -30,9 +30,14 @@ from runtime.errors import LeaseLostError, NotFoundError
 from runtime.ids import new_id, now
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.schema import TYPES, AddColumn, Table
-from runtime.store.core.statements import Op, Row, many, none, one, rows, value
+from runtime.store.core.statements import Op, Row, many, none, notice, one, rows, value
 from runtime.store.core.tables import POSTGRES as POSTGRES_STEPS
 from runtime.store.core.webhooks import NOTIFIED, enqueue
+
+#: The channels a run's change is told on (each payload one run id): every change, and the cancels asked of
+#: running runs, which their workers listen for (``runtime/store/postgres/runs.py``'s ``watch``).
+CHANNEL = "rath_runs"
+CANCEL_CHANNEL = "rath_run_cancels"
 
 #: Where the worker's queries are in ``Scope | None`` (its parameters: ``scope_args``).
 IN_SCOPE = "tenant = COALESCE(?, tenant) AND project = COALESCE(?, project)"
@@ -60,6 +65,13 @@ _EVENT_ARRAYS = (
 _AFTER_UPDATE = "SELECT last_seq, COALESCE(output_session_id, session_id), notify_url FROM runs WHERE id = ?"
 
 Checkpoint = tuple[Any, str | None, list[str]]
+
+
+def changed(d: Dialect, run_ids: Iterable[str], channel: str = CHANNEL) -> Op[None]:
+    """Tell other processes, once this write commits, that these runs changed (where the dialect notifies)."""
+    if d.notifies:
+        for run_id in run_ids:
+            yield notice(channel, run_id)
 
 
 def append_events(
@@ -117,6 +129,7 @@ def guarded_update(
         if found is None:
             raise LeaseLostError(run_id, token)
         yield from _notify(d, run_id, sets, found[1])
+        yield from changed(d, [run_id])
         return found[0]
     if not (yield none(_guarded_sql(tuple(sets)), n, at, *sets.values(), run_id, token)):
         raise LeaseLostError(run_id, token)
@@ -129,6 +142,7 @@ def guarded_update(
         kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
     yield from append_events(d, run_id, last_seq, events, at, kept)
     yield from _notify(d, run_id, sets, row[2])
+    yield from changed(d, [run_id])
     return last_seq
 
 
@@ -212,6 +226,7 @@ def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[Even
     if found is None:
         raise NotFoundError(f"no run {run_id}")
     yield from _notify(d, run_id, sets, found[1])
+    yield from changed(d, [run_id])
     return int(found[0])
 
 
@@ -245,6 +260,7 @@ def insert_run(d: Dialect, scope: Scope, fields: dict[str, Any], events: Sequenc
     row = _new_row(scope, run_id, at, fields, len(events))
     yield none(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", *row.values())
     yield from append_events(d, run_id, len(events), events, at)
+    yield from changed(d, [run_id])
     return run_id
 
 
@@ -272,6 +288,8 @@ def insert_queued_below(
     args = [*row.values(), *((scope.tenant, scope.project, limit) if limit is not None else ())]
     args += [at, [kind for kind, _ in events], [dumps(data) for _, data in events]]
     found: str | None = yield value(_insert_sql(tuple(row), limit is not None), *args)
+    if found is not None:
+        yield from changed(d, [found])
     return found
 
 

@@ -2,18 +2,18 @@
 
 The operations are the functions here (the writes) and in ``run_reads``, ``run_rows``, ``claims``,
 ``reap`` and ``decisions``; ``CoreRunQueue``/``CoreRunStore`` run each on an ``Executor`` as one unit
-of work. What stays a backend's own is in its ``runs.py``: how a write that changed runs tells other
-processes (PostgreSQL NOTIFYs, ``_write``'s ``announce``; SQLite cannot, its runtime polls), ``watch``,
-and ``commit``'s transaction (its claim rides under a savepoint that catches the driver's own errors).
-
-Every write op returns what it changed, so a backend can announce it: a run id, a list of them, or
-(``cancel``) whether the run changed and whether a running run's worker must stop.
+of work. Each write tells other processes which runs it changed where it changes them (``run_rows.changed``:
+PostgreSQL NOTIFYs on commit; SQLite cannot, its runtimes poll). What stays a backend's own is in
+``runtime/store/postgres/runs.py``: ``watch``, and the step commits it makes many at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from anyio.abc import TaskStatus
 
 from runtime.durable.models import TERMINAL, Decision, Effect, Event, Interrupt, Run
 from runtime.durable.store import (
@@ -50,7 +50,9 @@ from runtime.store.core.run_reads import (
     visit_interrupts,
 )
 from runtime.store.core.run_rows import (
+    CANCEL_CHANNEL,
     RELEASED,
+    changed,
     end_unheld,
     guarded_update,
     has_reapable,
@@ -61,9 +63,9 @@ from runtime.store.core.run_rows import (
     run_row,
 )
 from runtime.store.core.sessions import insert_one
-from runtime.store.core.statements import Executor, Op, Row, many, none, one, rows, value
+from runtime.store.core.statements import Executor, Failed, Op, Row, many, none, one, rows, value
 
-T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 #: A claim of this many runs at most, and a commit of this many events at most whose texts (state, result,
 #: error) stay under ``SMALL_TEXT`` characters, are small writes (``Executor.write``'s ``small``: SQLite
@@ -123,24 +125,22 @@ def _within_quota(d: Dialect, scope: Scope, limit: int) -> Op[None]:
         )
 
 
-def cancel(d: Dialect, scope: Scope, run_id: str, reason: str | None) -> Op[tuple[bool, bool]]:
-    """Returns whether the run changed, and whether it is running (its worker must be told)."""
+def cancel(d: Dialect, scope: Scope, run_id: str, reason: str | None) -> Op[None]:
     row = yield from run_row(d, scope, run_id, lock=True)
     if row["status"] in TERMINAL:
-        return False, False
+        return
     if row["status"] == "running":
         asked: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
         yield from plain_update(d, run_id, {"cancel_requested": 1, "cancel_reason": reason}, asked)
-        return True, True
+        yield from changed(d, [run_id], CANCEL_CHANNEL)  # its worker, wherever it is
+        return
     sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
     yield from end_unheld(d, run_id, "cancelled", reason, sets)
-    return True, False
 
 
-def note(d: Dialect, scope: Scope, run_id: str, noted: Sequence[EventSpec]) -> Op[str]:
+def note(d: Dialect, scope: Scope, run_id: str, noted: Sequence[EventSpec]) -> Op[None]:
     yield from run_row(d, scope, run_id)  # another scope's run is not found
     yield from plain_update(d, run_id, {}, noted)
-    return run_id
 
 
 def renew(d: Dialect, leases: Sequence[tuple[str, int]], lease_s: float) -> Op[dict[str, str]]:
@@ -168,19 +168,18 @@ def renew(d: Dialect, leases: Sequence[tuple[str, int]], lease_s: float) -> Op[d
     return {r["id"]: (r["cancel_reason"] or "cancelled") if r["cancel_requested"] else "" for r in found}
 
 
-def release(d: Dialect, leases: Sequence[tuple[str, int]]) -> Op[list[str]]:
-    """Give up held leases (worker shutdown) so that any worker can recover their runs at once. Returns
-    the runs released where one statement releases them all (others' watchers hear of those)."""
+def release(d: Dialect, leases: Sequence[tuple[str, int]]) -> Op[None]:
+    """Give up held leases (worker shutdown) so that any worker can recover their runs at once."""
     if not leases:
-        return []
+        return
     if d.arrays:
         found = yield rows(
             f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} RETURNING runs.id",
             RELEASED, *_lease_arrays(leases),
         )  # fmt: skip
-        return [r["id"] for r in found]
-    yield many(_EXTEND, [(RELEASED, run_id, token) for run_id, token in leases])
-    return []
+        yield from changed(d, [r["id"] for r in found])
+    else:
+        yield many(_EXTEND, [(RELEASED, run_id, token) for run_id, token in leases])
 
 
 _EXTEND = "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'"
@@ -193,8 +192,9 @@ def _lease_arrays(leases: Sequence[tuple[str, int]]) -> tuple[list[str], list[in
     return [run_id for run_id, _ in leases], [token for _, token in leases]
 
 
-def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[str]:
-    """``RunStore.commit`` but its claim: the held steps, then this one, each fenced by ``c.token``."""
+def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[list[Row]]:
+    """``RunStore.commit``: the held steps, then this one, each fenced by ``c.token``; then the claim of
+    ``c.then_claim`` (the rows claimed)."""
     at = now()
     for step in c.held:
         yield from guarded_update(d, c.run_id, c.token, step.change, step.events, step.checkpoint, at)
@@ -208,7 +208,21 @@ def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[str]:
         made = yield from insert_one(d, (scope.tenant, scope.project), c.output_session)
         row = {**row, "output_session_id": made.id}
     yield from guarded_update(d, c.run_id, c.token, row, todo, c.checkpoint, at)
-    return c.run_id
+    return [] if c.then_claim is None else (yield from _claim_within(d, c.then_claim))
+
+
+def _claim_within(d: Dialect, order: ClaimOrder) -> Op[list[Row]]:
+    """``order``'s claim, every scope, in the commit that ended another run; under a savepoint, so that a
+    claim the database refuses (logged) rolls back alone and the commit still goes in. The savepoint is
+    not released (on PostgreSQL a round trip): the transaction's COMMIT, or the batch's next RELEASE of
+    the savepoint its write runs under, releases it with the rest."""
+    yield none("SAVEPOINT claim")
+    try:
+        return (yield from claims.claim(d, None, order))
+    except Failed:
+        yield none("ROLLBACK TO SAVEPOINT claim")
+        log.exception("could not claim a run in the commit that ended another; the worker claims it next")
+        return []
 
 
 def record_effect(d: Dialect, scope: Scope, run_id: str, token: int, record: EffectRecord) -> Op[Effect]:
@@ -227,7 +241,7 @@ def record_effect(d: Dialect, scope: Scope, run_id: str, token: int, record: Eff
     return Effect.from_row(found)
 
 
-def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> Op[str]:
+def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> Op[None]:
     i = interrupt
     parked: list[EventSpec] = [
         ("interrupt.created", {"interrupt_id": i.id, "kind": i.kind, "step": i.step}),
@@ -243,22 +257,6 @@ def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterr
         dumps(i.schema) if i.schema is not None else None, i.expires_at, now(),
     )  # fmt: skip
     yield from webhooks.settled(d, run_id, "waiting")  # after the interrupt: the summary sent names it
-    return run_id
-
-
-Announce = Callable[[Any], Iterable[str]]
-
-
-def _one(run_id: str) -> list[str]:
-    return [run_id]
-
-
-def _same(run_ids: list[str]) -> list[str]:
-    return run_ids
-
-
-def _claimed(found: list[Row]) -> list[str]:
-    return [r["id"] for r in found]
 
 
 class CoreRunQueue:
@@ -271,10 +269,6 @@ class CoreRunQueue:
     def __init__(self, ex: Executor, scope: Scope | None = None) -> None:
         self.ex = ex
         self.scope = scope
-
-    async def _write(self, announce: Announce, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
-        """A write; ``announce`` says which runs it changed (from its result), for a backend that tells others."""
-        return await self.ex.write(make, *args, small=small)
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
         return await self.ex.read(claims.next_ready, self.scope, workflows, limits or {})
@@ -290,39 +284,33 @@ class CoreRunQueue:
         limits: Limits | None = None,
     ) -> list[Claim]:
         order = ClaimOrder(owner, lease_s, limit, workflows, holder, limits)
-        found = await self._write(_claimed, claims.claim, self.scope, order, small=limit <= SMALL_ROWS)
+        found = await self.ex.write(claims.claim, self.scope, order, small=limit <= SMALL_ROWS)
         return [Claim.from_row(row) for row in found]
 
     async def holders(self, host: str) -> list[tuple[int, int]]:
         return await self.ex.read(claims.holders, self.scope, host)
 
     async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self._write(_same, reap.take_over, self.scope, host, pid, started)
+        return await self.ex.write(reap.take_over, self.scope, host, pid, started)
 
     async def needs_reaping(self) -> bool:
         return await self.ex.read(has_reapable, self.scope)
 
     async def reap(self) -> list[str]:
-        return await self._write(_same, reap.reap, self.scope)
+        return await self.ex.write(reap.reap, self.scope)
 
     async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
-        return await self._write(_nothing, renew, list(leases), lease_s)
+        return await self.ex.write(renew, list(leases), lease_s)
 
     async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
         return await self.ex.read(cancel_requests, list(run_ids)) if run_ids else {}
 
     async def release(self, leases: Sequence[tuple[str, int]]) -> None:
-        await self._write(_same, release, list(leases))
-
-
-def _nothing(_result: Any) -> list[str]:
-    return []
+        await self.ex.write(release, list(leases))
 
 
 class CoreRunStore(CoreRunQueue):
-    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project.
-
-    A backend gives it ``watch`` and ``commit``'s transaction (``_commit``)."""
+    """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project."""
 
     scope: Scope
 
@@ -330,7 +318,7 @@ class CoreRunStore(CoreRunQueue):
         super().__init__(ex, Scope(tenant, project))
 
     async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
-        return await self._write(_one, create, self.scope, new, events)
+        return await self.ex.write(create, self.scope, new, events)
 
     async def get(self, run_id: str) -> Run:
         return await self.ex.read(get, self.scope, run_id)
@@ -357,33 +345,45 @@ class CoreRunStore(CoreRunQueue):
         return await self.ex.read(effects, self.scope, status, run_id)
 
     async def cancel(self, run_id: str, reason: str | None) -> None:
-        await self._write(lambda changed: [run_id] if changed[0] else [], cancel, self.scope, run_id, reason)
+        await self.ex.write(cancel, self.scope, run_id, reason)
 
     async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
-        return await self._write(_one, decisions.decide, self.scope, interrupt_id, decision, check)
+        return await self.ex.write(decisions.decide, self.scope, interrupt_id, decision, check)
 
     async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
-        return await self._write(_one, decisions.settle_effect, self.scope, effect_id, applied, result_json)
+        return await self.ex.write(decisions.settle_effect, self.scope, effect_id, applied, result_json)
 
     async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
-        await self._write(_one, note, self.scope, run_id, events)
+        await self.ex.write(note, self.scope, run_id, events)
 
     async def commit(self, step: StepCommit) -> list[Claim]:
         found = await self._commit(step, small_commit(step.change, step.events, step.held))
         return [Claim.from_row(row) for row in found]
 
     async def _commit(self, step: StepCommit, small: bool) -> list[Row]:
-        """``commit`` and its ``then_claim``'s claim in one transaction (the backend's own)."""
-        raise NotImplementedError
+        """``commit`` and its ``then_claim``'s claim in one transaction (a small one: SQLite may make it inline)."""
+        return await self.ex.write(commit, self.scope, step, small=small)
+
+    async def watch(
+        self,
+        changed: Callable[[Sequence[str]], None],
+        *,
+        task_status: TaskStatus[bool],
+        cancelled: Callable[[Sequence[str]], None] | None = None,
+        quiet_s: float = 5.0,
+    ) -> None:
+        """Where writes tell nobody (SQLite cannot hear another process's commit), the runtime polls
+        (``POLL_S``, the workers' poll)."""
+        task_status.started(False)
 
     async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
         return await self.ex.read(visit_effects, run_id, visit)
 
     async def record_effect(self, run_id: str, token: int, record: EffectRecord) -> Effect:
-        return await self._write(lambda _e: [run_id], record_effect, self.scope, run_id, token, record)
+        return await self.ex.write(record_effect, self.scope, run_id, token, record)
 
     async def visit_interrupts(self, run_id: str, visit: int) -> dict[int, Interrupt]:
         return await self.ex.read(visit_interrupts, run_id, visit)
 
     async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
-        await self._write(_one, park, self.scope, run_id, token, interrupt, state_json)
+        await self.ex.write(park, self.scope, run_id, token, interrupt, state_json)

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 T = TypeVar("T")
 
-Fetch = Literal["none", "one", "all", "tuples", "value", "many"]
+Fetch = Literal["none", "one", "all", "tuples", "value", "many", "notify"]
 
 #: A row as both drivers give it: ``row["column"]`` and ``row[0]`` work on sqlite3.Row and asyncpg.Record.
 Row: TypeAlias = Any
@@ -24,7 +24,9 @@ class Stmt:
     ``fetch``: ``none`` (nothing; the statement's row count for an UPDATE/DELETE), ``one`` (a row or
     None), ``all`` (a list of rows), ``value`` (the first column of the first row, or None),
     ``many`` (``args`` is a sequence of argument tuples, run as one executemany; sends None),
-    ``tuples`` (as ``all``, the rows as plain tuples where a driver makes named rows at a cost: a long read).
+    ``tuples`` (as ``all``, the rows as plain tuples where a driver makes named rows at a cost: a long read),
+    ``notify`` (``sql`` is a channel, ``args`` its one payload: sent to other processes once the write
+    commits, where the dialect ``notifies``; sends None).
     """
 
     sql: str
@@ -32,12 +34,21 @@ class Stmt:
     fetch: Fetch = "none"
 
 
-class Duplicate(Exception):
-    """A unique or primary-key constraint refused the statement (thrown into the operation by its driver).
+class Failed(Exception):
+    """The database refused a statement: thrown into the operation by its driver at the ``yield``, with
+    the driver's own error as ``error``. An operation that does not catch it fails with that error.
 
-    An operation may raise or return after it, never run another statement: on PostgreSQL the
-    failed statement has aborted the transaction. To go on past an existing key, insert with the
-    dialect's ``insert_ignore``/``on_conflict_ignore`` instead."""
+    After it an operation may raise, return, or roll back to a savepoint it made, never run another
+    statement: on PostgreSQL the failed statement has aborted the transaction (up to that savepoint)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Duplicate(Failed):
+    """A unique or primary-key constraint refused the statement. To go on past an existing key, insert
+    with the dialect's ``insert_ignore``/``on_conflict_ignore`` instead."""
 
 
 # Small constructors, so an operation reads as what it asks for: ``row = yield one("SELECT …", id)``.
@@ -63,6 +74,10 @@ def value(sql: str, *args: Any) -> Stmt:
 
 def many(sql: str, arg_rows: Iterable[Sequence[Any]]) -> Stmt:
     return Stmt(sql, list(arg_rows), "many")
+
+
+def notice(channel: str, payload: str) -> Stmt:
+    return Stmt(channel, (payload,), "notify")
 
 
 class Executor(Protocol):

@@ -32,7 +32,7 @@ from runtime.durable.store import EventSpec, RunChange, StepCommit, dumps
 from runtime.durable.store_shared import check_change
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.run_rows import run_column_types
+from runtime.store.core.run_rows import changed, run_column_types
 from runtime.store.core.statements import Op, one
 
 #: Columns whose change keeps a commit out of a merged statement (see the module's text).
@@ -101,6 +101,7 @@ def commit_steps(d: Dialect, commits: Sequence[StepCommit]) -> Op[tuple[set[str]
         found = yield one(_batch_sql(columns), *_batch_args(columns, group, at))
         committed.update(found[0])
         xid = found[1]
+    yield from changed(d, sorted(committed))
     return committed, xid
 
 

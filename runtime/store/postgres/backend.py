@@ -8,17 +8,13 @@ command) applies them under the advisory lock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from runtime.schedules.store import Tick
-from runtime.store.core import schedules
 from runtime.store.core.backend import CoreBackend
-from runtime.store.core.schedules import CoreScheduleStore
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.executor import PostgresExecutor
-from runtime.store.postgres.runs import PostgresRunQueue, PostgresRunStore, announced
+from runtime.store.postgres.runs import PostgresRunStore
 from runtime.store.postgres.schema import ALL
 from runtime.store.url import StoreURL
 
@@ -26,30 +22,13 @@ if TYPE_CHECKING:
     from runtime.backend import StoreBackend
 
 
-class PostgresScheduleStore(CoreScheduleStore):
-    """Schedules as the core keeps them, but the runs a tick makes are announced on commit as
-    ``run_start``'s are, so workers in other processes claim them now rather than at their next poll."""
-
-    def __init__(self, db: PostgresDatabase) -> None:
-        super().__init__(PostgresExecutor(db))
-        self.db = db
-
-    async def fire(self, schedule_id: str, expected: float, ticks: Sequence[Tick], next_at: float) -> list[str]:
-        return await announced(self.db, _made, schedules.fire, schedule_id, expected, list(ticks), next_at)
-
-
-def _made(run_ids: list[str]) -> list[str]:
-    return run_ids
-
-
 class PostgresBackend(CoreBackend[PostgresDatabase]):
     """An open PostgreSQL database and the stores of any tenant/project on it."""
 
-    def __init__(self, url: StoreURL, db: PostgresDatabase) -> None:
-        super().__init__(url, db, PostgresExecutor(db), recall, PostgresRunStore, PostgresRunQueue)
+    run_store = PostgresRunStore
 
-    def schedules(self) -> PostgresScheduleStore:
-        return PostgresScheduleStore(self.db)
+    def __init__(self, url: StoreURL, db: PostgresDatabase) -> None:
+        super().__init__(url, db, PostgresExecutor(db), recall)
 
 
 async def open(url: StoreURL, *, synchronous: str = "FULL", max_size: int = 8) -> PostgresBackend:

@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from runtime.store.core import Duplicate, Op, Stmt
+from runtime.store.core import Duplicate, Failed, Op, Stmt
 from runtime.store.core.dialect import POSTGRES, Dialect
 from runtime.store.postgres.database import PostgresDatabase
+from runtime.store.postgres.notify import notify
 
 T = TypeVar("T")
 
@@ -28,18 +29,22 @@ def numbered(sql: str) -> str:
 
 
 async def drive(conn: asyncpg.Connection, op: Op[T]) -> T:
-    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back."""
+    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back,
+    or its error thrown in (``Failed``)."""
     try:
         stmt = next(op)
         while True:
             try:
                 result = await _execute(conn, stmt)
-            except asyncpg.UniqueViolationError as exc:
-                stmt = op.throw(Duplicate(str(exc)))
+            except asyncpg.PostgresError as exc:
+                key = isinstance(exc, asyncpg.UniqueViolationError)
+                stmt = op.throw(Duplicate(exc) if key else Failed(exc))
                 continue
             stmt = op.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+    except Failed as failed:  # not caught by the operation: its own error
+        raise failed.error from None
 
 
 class _Several(Exception):
@@ -58,6 +63,9 @@ async def drive_one(conn: asyncpg.Connection, op: Op[T]) -> T:
 
 
 async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
+    if stmt.fetch == "notify":
+        await notify(conn, stmt.sql, *stmt.args)  # held, and sent once the write commits (notify.py)
+        return None
     sql = numbered(stmt.sql)
     if stmt.fetch == "many":
         await conn.executemany(sql, stmt.args)

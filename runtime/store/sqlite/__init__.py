@@ -2,7 +2,6 @@
 
 ``database`` is the file itself (connection threads, group commit, in-loop point reads; ``opening``,
 ``guard``, ``health``, ``commit`` and ``threads`` its parts), ``executor`` drives the store core's
-operations (``runtime/store/core``) on it, ``runs`` the run store's commit transaction, ``recall`` the
-FTS5 keyword index, ``migrations`` the core's tables rendered as SQLite DDL. ``backend`` assembles them
-for ``runtime.store.open_backend``.
+operations (``runtime/store/core``) on it, ``recall`` the FTS5 keyword index, ``migrations`` the core's
+tables rendered as SQLite DDL. ``backend`` assembles them for ``runtime.store.open_backend``.
 """

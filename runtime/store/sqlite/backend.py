@@ -16,7 +16,6 @@ from runtime.store.sqlite import guard, health, recall
 from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.executor import SQLiteExecutor
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
-from runtime.store.sqlite.runs import SQLiteRunQueue, SQLiteRunStore
 from runtime.store.url import StoreURL
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ class SQLiteBackend(CoreBackend[SQLiteDatabase]):
     """An open SQLite database and the stores of any tenant/project on it."""
 
     def __init__(self, url: StoreURL, db: SQLiteDatabase) -> None:
-        super().__init__(url, db, SQLiteExecutor(db), recall, SQLiteRunStore, SQLiteRunQueue)
+        super().__init__(url, db, SQLiteExecutor(db), recall)
 
 
 def sqlite_database(backend: object) -> SQLiteDatabase:

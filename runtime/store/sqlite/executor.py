@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from runtime.store.core import Duplicate, Op, Stmt
+from runtime.store.core import Duplicate, Failed, Op, Stmt
 from runtime.store.core.dialect import SQLITE, Dialect
 from runtime.store.sqlite.database import SQLiteDatabase
 
@@ -15,25 +15,29 @@ T = TypeVar("T")
 
 
 def drive(conn: sqlite3.Connection, op: Op[T]) -> T:
-    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back."""
+    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back,
+    or its error thrown in (``Failed``)."""
     try:
         stmt = next(op)
         while True:
             try:
                 result = _execute(conn, stmt)
-            except sqlite3.IntegrityError as exc:
-                if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
-                    raise
-                stmt = op.throw(Duplicate(str(exc)))
+            except sqlite3.Error as exc:
+                key = isinstance(exc, sqlite3.IntegrityError) and ("UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc))
+                stmt = op.throw(Duplicate(exc) if key else Failed(exc))
                 continue
             stmt = op.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+    except Failed as failed:  # not caught by the operation: its own error
+        raise failed.error from None
 
 
 def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
     if stmt.fetch == "many":
         conn.executemany(stmt.sql, stmt.args)
+        return None
+    if stmt.fetch == "notify":  # nobody to tell: other processes' runtimes poll
         return None
     if stmt.fetch == "tuples":  # a sqlite3.Row per row costs more than reading it
         plain = conn.cursor()
