@@ -71,6 +71,11 @@ class Recall(Protocol):
         best first (ties by seq), of ``scope`` alone when it is given."""
         ...
 
+    def search_small(self, d: Dialect, space: int, terms: list[str], k: int, scope: str | None) -> Op[list[Row] | None]:
+        """What ``search`` returns when its cost is bounded small before it is done, else None: asked on
+        the event loop's own connection where the dialect reads there (``Dialect.point_reads``)."""
+        ...
+
 
 def put(
     d: Dialect,
@@ -171,6 +176,10 @@ def delete(
     return len(gone)
 
 
+#: A recall of more distinct terms than this is not tried on the event loop (each term is a probe of its own).
+SMALL_TERMS = 8
+
+
 def search(
     d: Dialect,
     recall: Recall,
@@ -180,12 +189,19 @@ def search(
     terms: list[str],
     k: int,
     scope: str | None,
-) -> Op[tuple[int | None, list[Found]]]:
+    small: bool = False,
+) -> Op[tuple[int | None, list[Found] | None]]:
+    """The recall's hits; ``small``: None unless its cost is known small first (``Recall.search_small``)."""
     space = yield from find_space(d, tenant, project, space)
     distinct = list(dict.fromkeys(terms))
     if space is None or not distinct or k < 1:
         return space, []
-    found = yield from recall.search(d, space, distinct, k, scope)
+    if small:
+        found = yield from recall.search_small(d, space, distinct, k, scope)
+        if found is None:
+            return space, None
+    else:
+        found = yield from recall.search(d, space, distinct, k, scope)
     return space, [Found(MemoryItem.from_row(r), float(r["score"])) for r in found if r["score"] > 0]
 
 
@@ -299,8 +315,15 @@ class CoreMemoryStore:
         """The ``k`` best items for any of ``terms`` by BM25, best first, scores > 0 only."""
         if not terms:
             return []
-        space, found = await self.ex.read(search, self.recall, self.tenant, self.project, self._space, terms, k, scope)
+        args = (self.recall, self.tenant, self.project, self._space, terms, k, scope)
+        if self.ex.dialect.point_reads and len(set(terms)) <= SMALL_TERMS:  # no hop to a reader when known small
+            space, found = await self.ex.lookup(search, *args, True)
+            self._space = space
+            if found is not None:
+                return found
+        space, found = await self.ex.read(search, *args)
         self._space = space  # a reader sees only committed rows, so a space it found may be cached
+        assert found is not None  # an unbounded search always searches
         return found
 
     async def get(self, memory_id: str) -> MemoryItem | None:

@@ -190,6 +190,13 @@ def search(
     return found
 
 
+def search_small(d: Dialect, space: int, terms: Sequence[str], k: int, scope: str | None) -> Op[list[Row] | None]:
+    """``search``: PostgreSQL reads nothing on the event loop (``Dialect.point_reads`` is off), so this is
+    asked only where a caller does not check; it is a read like any other."""
+    found: list[Row] = yield from search(d, space, terms, k, scope)
+    return found
+
+
 def corpus(d: Dialect, space: int) -> Op[tuple[int, int]]:
     """The space's indexed item count and total length (what avgdl is computed from)."""
     row = yield one(

@@ -19,6 +19,13 @@ total length read from FTS5's own averages record (``_averages``) and each term'
   It reads every posting of every term: for three words each in most items, two to three times FTS5's
   own query.
 
+A recall known small runs on the event loop's own connection (``search_small``, through
+``Executor.lookup``: a hop to a reader thread and back costs more than such a recall's statements). Its
+work is bounded before it is done: each term's postings are counted by a match with a ``LIMIT`` (the
+count is the term's ``df`` when under it, so no ``fts5vocab`` read), the ranking reads only those
+postings, and the items' text is measured a row at a time until a budget is spent, before any is read
+out. Past any bound it returns None and the recall goes to a reader thread.
+
 Tests check the scores against rank-bm25's BM25Okapi given this IDF, and the two ways against each other.
 """
 
@@ -30,7 +37,7 @@ from runtime.memory import text
 from runtime.memory.store import NewMemory, idf
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.memory import ITEM_COLUMNS
-from runtime.store.core.statements import Op, Row, many, none, rows, value
+from runtime.store.core.statements import Op, Row, many, none, one, rows, value
 from runtime.store.sqlite import recall_topk as topk
 
 
@@ -74,6 +81,64 @@ def search(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) 
     return found
 
 
+#: A recall runs on the event loop when its terms have at most this many postings in all (each term at most
+#: its share): it ranks the exact way (``_ranked``, below ``topk._POSTINGS``), at about a microsecond a
+#: posting, so a few hundred microseconds of the loop at most, about what the hop to a reader costs.
+SMALL_POSTINGS = 384
+#: ... and when its items hold at most this many characters in all (measured before they are read out:
+#: ``length()`` of each in rank order, stopping past the budget, so at most one item, 200k characters,
+#: beyond it is measured; about 0.4 us per 1,000 characters to measure, 0.8 to read).
+SMALL_CHARS = 64_000
+
+
+def search_small(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) -> Op[list[Row] | None]:
+    """What ``search`` returns, when that is known to be cheap before it is done (see the module's text);
+    else None. Same statements' results: the exact ranking, the same rows."""
+    fts = f"memory_fts_{space}"
+    share = SMALL_POSTINGS // len(terms)
+    found = yield one(_probes(fts, len(terms), share), *[text.match_expression([t]) for t in terms])
+    if any(c is None or c > share for c in found[1:]):
+        return None
+    counts = [int(c) for c in found[1:]]
+    n, _ = _averages(found[0])
+    dfs = {t: c for t, c in zip(terms, counts, strict=True) if c}
+    if not dfs:
+        return []
+    weights = {t: idf(n, df) / topk.fts5_idf(n, df) for t, df in dfs.items()}
+    sql, ranked_args = _ranked(space, weights, k, scope, items=False)
+    top = yield rows(sql, *ranked_args)
+    if not top:
+        return []
+    values = ", ".join("(?, ?, ?)" for _ in top)
+    measured: list[Row] = yield rows(
+        f"WITH RECURSIVE top(n, seq, score) AS (VALUES {values}),"
+        " walk(n, chars) AS (SELECT 0, 0 UNION ALL SELECT w.n + 1, w.chars + coalesce((SELECT length(i.content)"
+        " FROM top JOIN memory_items i ON i.seq = top.seq WHERE top.n = w.n + 1), 0) FROM walk w"
+        " WHERE w.n < ? AND w.chars <= ?)"
+        f" SELECT {ITEM_COLUMNS}, top.score FROM top JOIN memory_items i ON i.seq = top.seq"
+        " WHERE (SELECT max(chars) FROM walk) <= ? ORDER BY top.n",
+        *[x for at, r in enumerate(top, 1) for x in (at, r[0], r[1])],
+        len(top),
+        SMALL_CHARS,
+        SMALL_CHARS,
+    )
+    return measured or None
+
+
+def _probes(fts: str, count: int, share: int) -> str:
+    """The averages record and each term's postings counted up to ``share + 1``, term after term: once one
+    has more, the rest are not counted (NULL), so a recall declined costs one term's probe, not all."""
+    probe = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {share + 1}))"
+    steps = [f"p0 AS MATERIALIZED (SELECT {probe} AS c0)"]
+    steps += [
+        f"p{i} AS MATERIALIZED (SELECT {', '.join(f'c{j}' for j in range(i))},"
+        f" CASE WHEN c{i - 1} <= {share} THEN {probe} END AS c{i} FROM p{i - 1})"
+        for i in range(1, count)
+    ]
+    counts = ", ".join(f"c{i}" for i in range(count))
+    return f"WITH {', '.join(steps)} SELECT (SELECT block FROM {fts}_data WHERE id = 1), {counts} FROM p{count - 1}"
+
+
 def _averages(block: bytes | None) -> tuple[int, int]:
     """The index's item count and their total length in terms, from FTS5's "averages" record (see ``_rows``)."""
     n, total, *_ = [*_varints(block or b"", 2), 0, 0]
@@ -108,10 +173,14 @@ def _rows(averages: bytes | None) -> int:
     return _averages(averages)[0]
 
 
-def _ranked(space: int, weights: dict[str, float], k: int, scope: str | None) -> tuple[str, list[object]]:
+def _ranked(
+    space: int, weights: dict[str, float], k: int, scope: str | None, items: bool = True
+) -> tuple[str, list[object]]:
     """The ranked query: per term, FTS5's one-term ``bm25()`` times ``idf / ftsidf`` (``weights``),
     summed per item. Unfiltered, only the top ``k`` are joined to the items table; with a scope
-    filter every match is joined and filtered before sorting, which costs more on large stores."""
+    filter every match is joined and filtered before sorting, which costs more on large stores.
+    ``items=False``: only ``seq`` and ``score`` of the top ``k`` (a scope is read from the items' rows,
+    their text is not)."""
     fts = f"memory_fts_{space}"
     per_term = " UNION ALL ".join(
         f"SELECT rowid AS seq, ? * bm25({fts}) AS part FROM {fts} WHERE {fts} MATCH ?" for _ in weights
@@ -119,6 +188,14 @@ def _ranked(space: int, weights: dict[str, float], k: int, scope: str | None) ->
     args: list[object] = [x for term, w in weights.items() for x in (w, text.match_expression([term]))]
     # MATERIALIZED: bm25() may only run in the query that scans its FTS5 table, never flattened into another.
     scores = f"WITH parts AS MATERIALIZED ({per_term}) SELECT seq, -sum(part) AS score FROM parts GROUP BY seq"
+    if not items:
+        if scope is None:
+            return f"{scores} ORDER BY score DESC, seq LIMIT ?", [*args, k]
+        sql = (
+            f"SELECT s.seq, s.score FROM ({scores}) s JOIN memory_items i ON i.seq = s.seq"
+            " WHERE i.scope = ? ORDER BY s.score DESC, i.seq LIMIT ?"
+        )
+        return sql, [*args, scope, k]
     if scope is None:
         sql = (
             f"SELECT {ITEM_COLUMNS}, top.score FROM ({scores} ORDER BY score DESC, seq LIMIT ?) top"
