@@ -14,6 +14,7 @@ from runtime.durable.context import LiveContext
 from runtime.durable.store import MAX_LOST_LEASES, StepCommit
 from runtime.errors import LeaseLostError
 from runtime.ids import now
+from runtime.store.sqlite.backend import sqlite_database
 from tests.durable.conftest import FLOWS, eventually
 from tests.durable.flows import lines, record
 
@@ -48,10 +49,18 @@ async def test_effects_before_an_interrupt_are_replayed_and_each_interrupt_is_di
 
 
 async def test_an_expired_interrupt_ends_the_run_timed_out(drt: Runtime, log: str) -> None:
-    run = await drt.runs.wait((await drt.runs.start("questions", input={"log": log, "timeout_s": 0.2})).id, 10)
+    run = await drt.runs.wait((await drt.runs.start("questions", input={"log": log, "timeout_s": 3600})).id, 10)
     await drt.runs.resolve_interrupt(run.pending_interrupts[0].id, "respond", "x")
     run = await drt.runs.wait(run.id, 10)
     assert run.status == "waiting" and run.pending_interrupts[0].expires_at is not None
+    # The hour passes while it waits (a timeout of 0.2 s could instead pass, and the reaper end the run,
+    # before this wait read it waiting, on a loaded machine): the expiry is moved into the past, as the
+    # clock would move past it.
+    await sqlite_database(drt.store).write(
+        lambda c: c.execute(
+            "UPDATE run_interrupts SET expires_at = ? WHERE id = ?", (now() - 1, run.pending_interrupts[0].id)
+        )
+    )
 
     async def timed_out() -> bool:
         return (await drt.runs.get(run.id)).status == "timed_out"
