@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -65,15 +66,33 @@ class Cluster:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
 
+def _port_below_the_ephemeral_range() -> int:
+    """A port of 127.0.0.1 free now, below the range the kernel takes local ports of connections from.
+
+    The server binds it seconds later (after ``initdb``) and again after each stop in these tests; a
+    port of that range (``bind(("127.0.0.1", 0))``'s) could meanwhile become the local port of any
+    connection on the machine, this test's own reconnecting clients included (a client connecting to
+    the stopped server from the server's own port even connects to itself), and the server could
+    then not bind it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    below = range(low // 2, low)
+    for port in random.sample(below, min(200, len(below))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port below {low} found")
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     initdb = _bin("initdb")
     if initdb is None or _bin("pg_ctl") is None:
         unavailable("initdb/pg_ctl", "apt-get install postgresql")
     root = Path(tempfile.mkdtemp(prefix="rath-pg-"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _port_below_the_ephemeral_range()
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     c = Cluster(root, port)
