@@ -47,9 +47,11 @@ _AGREE = 1.1
 #: The most times a term is named in FTS5's query to weigh it (each copy is read on every row).
 _COPIES = 3
 #: Below this many postings over the query's terms, scoring each term in a query of its own costs less than
-#: the walk's few statements more (at 10k items, three typical words: 0.70 ms against 1.07 ms; at 100k,
-#: where they have 2k-12k postings, the walk is faster: 10.7 ms against 13.4 ms, FTS5's own query 8.6 ms).
-_POSTINGS = 2_048
+#: the walk's few statements more. Measured query by query on one snapshot, the two taking turns (bench.memory's
+#: typical queries, medians of walk/exact): at 10k items 1.33 under 128 postings, 1.10 at 256-512, 0.95 at
+#: 512-1k, 0.89 at 1-2k; at 100k 0.87 at 512-1k, 0.82 at 1-2k, 0.74 at 2-4k (2,048 before that, measured
+#: when every read prepared its statements again).
+_POSTINGS = 512
 #: FTS5's IDF of a word in half the items or more.
 _FLOOR = 1e-6
 #: A query mixing words in most items with rarer ones is ranked the exact way when the common words' idf
