@@ -7,8 +7,9 @@ rest of the runtime, so every process on a home shares it and a commit makes an 
 at once.
 
 Scores are those ``runtime.memory.store`` defines (Okapi BM25 with Lucene's IDF), with ``N`` and the
-total length read from FTS5's own averages record (``_averages``) and each term's ``df`` from an
-``fts5vocab`` table. A query is ranked in one of two ways, with the same results:
+total length read from FTS5's own averages record (``_averages``) and each term's ``df`` counted by a
+match of the term alone, in one statement (``_probes``). A query is ranked in one of two ways, with the
+same results:
 
 - ``recall_topk``: FTS5's own ``bm25()`` query, once, best first; its leading rows are rescored exactly
   until a bound shows no later row can enter the top ``k``. Its cost is FTS5's own query's.
@@ -22,9 +23,9 @@ total length read from FTS5's own averages record (``_averages``) and each term'
 A recall known small runs on the event loop's own connection (``search_small``, through
 ``Executor.lookup``: a hop to a reader thread and back costs more than such a recall's statements). Its
 work is bounded before it is done: each term's postings are counted by a match with a ``LIMIT`` (the
-count is the term's ``df`` when under it, so no ``fts5vocab`` read), the ranking reads only those
-postings, and the items' text is measured a row at a time until a budget is spent, before any is read
-out. Past any bound it returns None and the recall goes to a reader thread.
+count is the term's ``df`` when under it), the ranking reads only those postings, and the items' text
+is measured a row at a time until a budget is spent, before any is read out. Past any bound it returns
+None and the recall goes to a reader thread.
 
 Tests check the scores against rank-bm25's BM25Okapi given this IDF, and the two ways against each other.
 """
@@ -37,7 +38,7 @@ from runtime.memory import text
 from runtime.memory.store import NewMemory, idf
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.memory import ITEM_COLUMNS
-from runtime.store.core.statements import Op, Row, many, none, one, rows, value
+from runtime.store.core.statements import Op, Row, many, none, one, rows
 from runtime.store.sqlite import recall_topk as topk
 
 
@@ -60,16 +61,9 @@ def unindex(d: Dialect, space: int, seqs: Sequence[int]) -> Op[int]:
 
 
 def search(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) -> Op[list[Row]]:
-    n, total = _averages((yield value(f"SELECT block FROM memory_fts_{space}_data WHERE id = 1")))
-    # The vocab table is the connection's own (``temp``): reading it needs no write to the file. Made once
-    # per connection: a read's transaction ends by COMMIT, which keeps it (``database._in_snapshot``).
-    vocab = f"memory_vocab_{space}"
-    yield none(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} USING fts5vocab(main, memory_fts_{space}, row)")
-    marks = ", ".join("?" * len(terms))
-    counted = {
-        r[0]: int(r[1]) for r in (yield rows(f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({marks})", *terms))
-    }
-    dfs = {t: counted[t] for t in terms if t in counted}  # only the terms present, in the query's order
+    found = yield one(_probes(f"memory_fts_{space}", len(terms), None), *[text.match_expression([t]) for t in terms])
+    n, total = _averages(found[0])
+    dfs = {t: int(c) for t, c in zip(terms, found[1:], strict=True) if c}  # the terms present, in the query's order
     if not dfs:
         return []
     pruned = yield from topk.search(space, dfs, n, total, k, scope)
@@ -125,9 +119,16 @@ def search_small(d: Dialect, space: int, terms: list[str], k: int, scope: str | 
     return measured or None
 
 
-def _probes(fts: str, count: int, share: int) -> str:
-    """The averages record and each term's postings counted up to ``share + 1``, term after term: once one
-    has more, the rest are not counted (NULL), so a recall declined costs one term's probe, not all."""
+def _probes(fts: str, count: int, share: int | None) -> str:
+    """The averages record and each term's postings (``df``: a match of the term alone, which reads its
+    doclist's rowids; ``fts5vocab``'s ``doc`` took a third longer and a temp table per connection).
+
+    With ``share``, each counted up to ``share + 1``, term after term: once one has more, the rest are not
+    counted (NULL), so a recall declined costs one term's probe, not all."""
+    averages = f"(SELECT block FROM {fts}_data WHERE id = 1)"
+    if share is None:
+        counts = ", ".join(f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH ?)" for _ in range(count))
+        return f"SELECT {averages}, {counts}"
     probe = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {share + 1}))"
     steps = [f"p0 AS MATERIALIZED (SELECT {probe} AS c0)"]
     steps += [
@@ -136,7 +137,7 @@ def _probes(fts: str, count: int, share: int) -> str:
         for i in range(1, count)
     ]
     counts = ", ".join(f"c{i}" for i in range(count))
-    return f"WITH {', '.join(steps)} SELECT (SELECT block FROM {fts}_data WHERE id = 1), {counts} FROM p{count - 1}"
+    return f"WITH {', '.join(steps)} SELECT {averages}, {counts} FROM p{count - 1}"
 
 
 def _averages(block: bytes | None) -> tuple[int, int]:
