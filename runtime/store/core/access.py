@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from runtime.access.store import AUDIT_COLUMNS, TOKEN_COLUMNS, AuditRecord, TokenRecord
 from runtime.errors import StoreError
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Duplicate, Executor, Op, many, none, one, rows, value
+from runtime.store.core.statements import Duplicate, Op, Store, many, none, one, rows, unscoped, value
 
 _TOKEN_VALUES = ", ".join("?" * len(TOKEN_COLUMNS.split(",")))
 _AUDIT_VALUES = ", ".join("?" * len(AUDIT_COLUMNS.split(",")))
@@ -84,50 +84,28 @@ def step_durations(d: Dialect, after: float, limit: int) -> Op[list[tuple[float,
     return [(float(r[0]), str(r[1]), max(0.0, float(r[2] or 0.0))) for r in found]
 
 
-class CoreTokenStore:
-    def __init__(self, ex: Executor) -> None:
-        self.ex = ex
-
-    async def add(self, token: TokenRecord) -> None:
-        await self.ex.write(add_token, token)
-
-    async def get(self, token_id: str) -> TokenRecord | None:
-        return await self.ex.lookup(get_token, token_id)  # one per request: no thread hop where avoidable
-
-    async def list(self) -> list[TokenRecord]:
-        return await self.ex.read(list_tokens)
-
-    async def revoke(self, token_id: str, at: float) -> TokenRecord | None:
-        return await self.ex.write(revoke_token, token_id, at)
-
-    async def take(self, token_id: str, at: float, interval_s: float, tolerance_s: float) -> float:
-        return await self.ex.write(take_rate, token_id, at, interval_s, tolerance_s, small=True)
+class CoreTokenStore(Store):
+    add = unscoped(add_token, "write")
+    get = unscoped(get_token, "lookup")  # one per request: no thread hop where avoidable
+    list = unscoped(list_tokens)
+    revoke = unscoped(revoke_token, "write")
+    take = unscoped(take_rate, "small")
 
 
-class CoreAuditStore:
-    def __init__(self, ex: Executor) -> None:
-        self.ex = ex
+class CoreAuditStore(Store):
+    recent = unscoped(recent_audit)
 
     async def append(self, records: Sequence[AuditRecord]) -> None:
         if records:
-            await self.ex.write(append_audit, list(records))
-
-    async def recent(self, limit: int) -> list[AuditRecord]:
-        return await self.ex.read(recent_audit, limit)
+            await self.ex.write(append_audit, records)
 
 
-class CoreOpsStore:
-    def __init__(self, ex: Executor) -> None:
-        self.ex = ex
+class CoreOpsStore(Store):
+    run_counts = unscoped(run_counts)
+    step_durations = unscoped(step_durations)
 
     async def ping(self) -> None:
         refused = self.ex.refusal()  # a store that answers reads but refuses writes is not ready
         if refused is not None:
             raise refused
         await self.ex.read(ping)
-
-    async def run_counts(self) -> dict[str, int]:
-        return await self.ex.read(run_counts)
-
-    async def step_durations(self, after: float, limit: int) -> list[tuple[float, str, float]]:
-        return await self.ex.read(step_durations, after, limit)

@@ -8,13 +8,12 @@ removes the row, so the caller removes the bytes only when nothing refers to the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from runtime.artifacts.model import COLUMNS, Artifact
+from runtime.durable.store_shared import Scope
 from runtime.errors import StoreError
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Duplicate, Executor, Op, none, one, rows, value
+from runtime.store.core.statements import Duplicate, Executor, Op, Scoped, none, one, rows, scoped, unscoped, value
 
 _INSERT = f"INSERT INTO artifacts ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"
 _GET = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ? AND id = ?"
@@ -39,17 +38,17 @@ def add_artifact(d: Dialect, artifact: Artifact) -> Op[bool]:
     return deleting is not None
 
 
-def get_artifact(d: Dialect, tenant: str, project: str, artifact_id: str) -> Op[Artifact | None]:
-    row = yield one(_GET, tenant, project, artifact_id)
+def get_artifact(d: Dialect, scope: Scope, artifact_id: str) -> Op[Artifact | None]:
+    row = yield one(_GET, scope.tenant, scope.project, artifact_id)
     return None if row is None else Artifact.from_row(row)
 
 
 def find_artifact(
-    d: Dialect, tenant: str, project: str, sha256: str, name: str, session_id: str | None, run_id: str | None
+    d: Dialect, scope: Scope, sha256: str, name: str, session_id: str | None, run_id: str | None
 ) -> Op[Artifact | None]:
     """The oldest artifact of the scope with this content, name, session and run (None: there is none)."""
     sql = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ? AND sha256 = ? AND name = ?"
-    args: list[object] = [tenant, project, sha256, name]
+    args: list[object] = [scope.tenant, scope.project, sha256, name]
     for column, wanted in (("session_id", session_id), ("run_id", run_id)):
         sql += f" AND {column} IS NULL" if wanted is None else f" AND {column} = ?"
         args += [] if wanted is None else [wanted]
@@ -58,16 +57,10 @@ def find_artifact(
 
 
 def list_artifacts(
-    d: Dialect,
-    tenant: str,
-    project: str,
-    session_id: str | None,
-    run_id: str | None,
-    after: str | None,
-    limit: int,
+    d: Dialect, scope: Scope, *, session_id: str | None, run_id: str | None, after: str | None, limit: int
 ) -> Op[list[Artifact]]:
     sql = f"SELECT {COLUMNS} FROM artifacts WHERE tenant = ? AND project = ?"
-    args: list[object] = [tenant, project]
+    args: list[object] = [scope.tenant, scope.project]
     for column, wanted in (("session_id", session_id), ("run_id", run_id), ("id >", after)):
         if wanted is not None:
             sql += f" AND {column}{'' if column.endswith('>') else ' ='} ?"
@@ -76,105 +69,79 @@ def list_artifacts(
     return [Artifact.from_row(r) for r in found]
 
 
-def delete_artifact(
-    d: Dialect, tenant: str, project: str, artifact_id: str, token: str, at: float
-) -> Op[tuple[Artifact | None, int]]:
+def delete_artifact(d: Dialect, scope: Scope, artifact_id: str, token: str) -> Op[tuple[Artifact | None, int]]:
     """Remove the row; with no row left naming its content, mark the content as being deleted (``token``)."""
-    gone = yield from get_artifact(d, tenant, project, artifact_id)
+    gone = yield from get_artifact(d, scope, artifact_id)
     if gone is None:
         return None, 0
-    yield from _content_lock(d, tenant, project, gone.sha256)
-    yield none("DELETE FROM artifacts WHERE tenant = ? AND project = ? AND id = ?", tenant, project, artifact_id)
-    return gone, (yield from _mark_if_unreferenced(tenant, project, gone.sha256, token, at))
+    yield from _content_lock(d, scope.tenant, scope.project, gone.sha256)
+    sql = "DELETE FROM artifacts WHERE tenant = ? AND project = ? AND id = ?"
+    yield none(sql, scope.tenant, scope.project, artifact_id)
+    return gone, (yield from _mark_if_unreferenced(scope, gone.sha256, token))
 
 
-def mark_unreferenced(d: Dialect, tenant: str, project: str, sha256: str, token: str, at: float) -> Op[int]:
+def mark_unreferenced(d: Dialect, scope: Scope, sha256: str, token: str) -> Op[int]:
     """How many rows of the scope name the content; at 0, the content is marked as being deleted
     (``token``), as a delete of its last row marks it: the GC pass removes bytes no row names under
     the same protocol, so a save of that content meanwhile keeps its bytes."""
-    yield from _content_lock(d, tenant, project, sha256)
-    return (yield from _mark_if_unreferenced(tenant, project, sha256, token, at))
+    yield from _content_lock(d, scope.tenant, scope.project, sha256)
+    return (yield from _mark_if_unreferenced(scope, sha256, token))
 
 
-def _mark_if_unreferenced(tenant: str, project: str, sha256: str, token: str, at: float) -> Op[int]:
+def _mark_if_unreferenced(scope: Scope, sha256: str, token: str) -> Op[int]:
     """Under the content's lock: how many rows name it; at 0, mark it as being deleted (``token``)."""
-    left = int((yield value(_REFS, tenant, project, sha256)) or 0)
+    left = int((yield value(_REFS, scope.tenant, scope.project, sha256)) or 0)
     if left == 0:
         yield none(
             "INSERT INTO artifact_deletions (tenant, project, sha256, token, at) VALUES (?, ?, ?, ?, ?)",
-            tenant,
-            project,
+            scope.tenant,
+            scope.project,
             sha256,
             token,
-            at,
+            now(),
         )
     return left
 
 
-def end_deletion(d: Dialect, tenant: str, project: str, sha256: str, token: str) -> Op[None]:
+def end_deletion(d: Dialect, scope: Scope, sha256: str, token: str) -> Op[None]:
     yield none(
         "DELETE FROM artifact_deletions WHERE tenant = ? AND project = ? AND sha256 = ? AND token = ?",
-        tenant,
-        project,
+        scope.tenant,
+        scope.project,
         sha256,
         token,
     )
 
 
-def end_deletions_before(d: Dialect, tenant: str, project: str, cutoff: float) -> Op[int]:
+def end_deletions_before(d: Dialect, scope: Scope, cutoff: float) -> Op[int]:
     """Forget the marks of deletes that died before ending them (their bytes are the GC pass's)."""
-    ended = yield none(
-        "DELETE FROM artifact_deletions WHERE tenant = ? AND project = ? AND at < ?", tenant, project, cutoff
-    )
-    return int(ended or 0)
+    sql = "DELETE FROM artifact_deletions WHERE tenant = ? AND project = ? AND at < ?"
+    return int((yield none(sql, scope.tenant, scope.project, cutoff)) or 0)
 
 
-def content_refs(d: Dialect, tenant: str, project: str, sha256: str) -> Op[int]:
-    found = yield value(_REFS, tenant, project, sha256)
+def content_refs(d: Dialect, scope: Scope, sha256: str) -> Op[int]:
+    found = yield value(_REFS, scope.tenant, scope.project, sha256)
     return int(found or 0)
 
 
-def total_size(d: Dialect, tenant: str, project: str) -> Op[int]:
-    total = yield value("SELECT sum(size) FROM artifacts WHERE tenant = ? AND project = ?", tenant, project)
-    return int(total or 0)
+def total_size(d: Dialect, scope: Scope) -> Op[int]:
+    sql = "SELECT sum(size) FROM artifacts WHERE tenant = ? AND project = ?"
+    return int((yield value(sql, scope.tenant, scope.project)) or 0)
 
 
-class CoreArtifactStore:
+class CoreArtifactStore(Scoped[Scope]):
     """The artifact rows of one tenant/project, on a backend's executor."""
 
+    add = unscoped(add_artifact, "small")
+    get = scoped(get_artifact, "lookup")
+    find = scoped(find_artifact)
+    list = scoped(list_artifacts)
+    delete = scoped(delete_artifact, "small")
+    mark_unreferenced = scoped(mark_unreferenced, "small")
+    end_deletion = scoped(end_deletion, "small")
+    end_deletions_before = scoped(end_deletions_before, "write")
+    refs = scoped(content_refs)
+    total_size = scoped(total_size)
+
     def __init__(self, ex: Executor, tenant: str, project: str) -> None:
-        self.ex = ex
-        self.tenant = tenant
-        self.project = project
-
-    async def add(self, artifact: Artifact) -> bool:
-        return await self.ex.write(add_artifact, artifact, small=True)
-
-    async def get(self, artifact_id: str) -> Artifact | None:
-        return await self.ex.lookup(get_artifact, self.tenant, self.project, artifact_id)
-
-    async def find(self, sha256: str, name: str, session_id: str | None, run_id: str | None) -> Artifact | None:
-        return await self.ex.read(find_artifact, self.tenant, self.project, sha256, name, session_id, run_id)
-
-    async def list(
-        self, *, session_id: str | None, run_id: str | None, after: str | None, limit: int
-    ) -> Sequence[Artifact]:
-        return await self.ex.read(list_artifacts, self.tenant, self.project, session_id, run_id, after, limit)
-
-    async def delete(self, artifact_id: str, token: str) -> tuple[Artifact | None, int]:
-        return await self.ex.write(delete_artifact, self.tenant, self.project, artifact_id, token, now(), small=True)
-
-    async def mark_unreferenced(self, sha256: str, token: str) -> int:
-        return await self.ex.write(mark_unreferenced, self.tenant, self.project, sha256, token, now(), small=True)
-
-    async def end_deletion(self, sha256: str, token: str) -> None:
-        await self.ex.write(end_deletion, self.tenant, self.project, sha256, token, small=True)
-
-    async def end_deletions_before(self, cutoff: float) -> int:
-        return await self.ex.write(end_deletions_before, self.tenant, self.project, cutoff)
-
-    async def refs(self, sha256: str) -> int:
-        return await self.ex.read(content_refs, self.tenant, self.project, sha256)
-
-    async def total_size(self) -> int:
-        return await self.ex.read(total_size, self.tenant, self.project)
+        super().__init__(ex, Scope(tenant, project))

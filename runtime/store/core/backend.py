@@ -39,8 +39,8 @@ class CoreBackend(Generic[D]):
     def runs(self, tenant: str, project: str) -> CoreRunStore:
         return self.run_store(self.ex, tenant, project)
 
-    def queue(self) -> CoreRunQueue:
-        return CoreRunQueue(self.ex)
+    def queue(self) -> CoreRunQueue[None]:
+        return CoreRunQueue(self.ex, None)
 
     async def close(self) -> None:
         await self.db.close()

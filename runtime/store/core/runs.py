@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from anyio.abc import TaskStatus
 
-from runtime.durable.models import TERMINAL, Decision, Effect, Event, Interrupt, Run
+from runtime.durable.models import TERMINAL, Effect
 from runtime.durable.store import (
-    CheckInterrupt,
     Claim,
     ClaimOrder,
     EffectRecord,
@@ -63,7 +62,20 @@ from runtime.store.core.run_rows import (
     run_row,
 )
 from runtime.store.core.sessions import insert_one
-from runtime.store.core.statements import Executor, Failed, Op, Row, many, none, one, rows, value
+from runtime.store.core.statements import (
+    Executor,
+    Failed,
+    Op,
+    Row,
+    Scoped,
+    many,
+    none,
+    one,
+    rows,
+    scoped,
+    unscoped,
+    value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +237,10 @@ def _claim_within(d: Dialect, order: ClaimOrder) -> Op[list[Row]]:
         return []
 
 
+def run_ids(d: Dialect, scope: Scope, prefix: str, limit: int) -> Op[list[str]]:
+    return (yield from ids_by_prefix(d, "runs", scope.tenant, scope.project, prefix, limit))
+
+
 def record_effect(d: Dialect, scope: Scope, run_id: str, token: int, record: EffectRecord) -> Op[Effect]:
     event = (f"effect.{record.status}", {"effect_id": record.id, "key": record.key})
     yield from guarded_update(d, run_id, token, {}, [event])
@@ -259,16 +275,23 @@ def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterr
     yield from webhooks.settled(d, run_id, "waiting")  # after the interrupt: the summary sent names it
 
 
-class CoreRunQueue:
+#: The scope a run queue claims in: one tenant/project (a ``CoreRunStore``), or None for every one.
+QueueScope = TypeVar("QueueScope", bound=Scope | None, covariant=True)
+
+
+class CoreRunQueue(Scoped[QueueScope]):
     """The ``RunQueue`` of the runs a claimer serves: claims, readiness, takeover, reaping, and the leases
     workers hold (renew, release, cancel requests: by run id and token, so in every scope).
 
     ``scope`` None is every tenant/project of the store (``StoreBackend.queue()``, through which every
     worker claims, so ``limits`` count the whole store); ``CoreRunStore`` is this queue for its own scope."""
 
-    def __init__(self, ex: Executor, scope: Scope | None = None) -> None:
-        self.ex = ex
-        self.scope = scope
+    holders = scoped(claims.holders)
+    take_over = scoped(reap.take_over, "write")
+    needs_reaping = scoped(has_reapable)
+    reap = scoped(reap.reap, "write")
+    renew = unscoped(renew, "write")
+    release = unscoped(release, "write")
 
     async def next_ready(self, workflows: Sequence[str], *, limits: Limits | None = None) -> float | None:
         return await self.ex.read(claims.next_ready, self.scope, workflows, limits or {})
@@ -287,74 +310,33 @@ class CoreRunQueue:
         found = await self.ex.write(claims.claim, self.scope, order, small=limit <= SMALL_ROWS)
         return [Claim.from_row(row) for row in found]
 
-    async def holders(self, host: str) -> list[tuple[int, int]]:
-        return await self.ex.read(claims.holders, self.scope, host)
-
-    async def take_over(self, host: str, pid: int, started: int) -> list[str]:
-        return await self.ex.write(reap.take_over, self.scope, host, pid, started)
-
-    async def needs_reaping(self) -> bool:
-        return await self.ex.read(has_reapable, self.scope)
-
-    async def reap(self) -> list[str]:
-        return await self.ex.write(reap.reap, self.scope)
-
-    async def renew(self, leases: Sequence[tuple[str, int]], lease_s: float) -> dict[str, str]:
-        return await self.ex.write(renew, list(leases), lease_s)
-
     async def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, str | None]:
-        return await self.ex.read(cancel_requests, list(run_ids)) if run_ids else {}
-
-    async def release(self, leases: Sequence[tuple[str, int]]) -> None:
-        await self.ex.write(release, list(leases))
+        return await self.ex.read(cancel_requests, run_ids) if run_ids else {}
 
 
-class CoreRunStore(CoreRunQueue):
+class CoreRunStore(CoreRunQueue[Scope]):
     """Runs, events, checkpoints, leases, effects and interrupts of one tenant/project."""
 
-    scope: Scope
+    create = scoped(create, "write")
+    get = scoped(get)
+    by_idempotency_key = scoped(by_idempotency_key)
+    page = scoped(page)
+    ids = scoped(run_ids)
+    events = scoped(events)
+    checkpoints = scoped(checkpoints)
+    interrupts = scoped(interrupts)
+    effects = scoped(effects)
+    cancel = scoped(cancel, "write")
+    decide = scoped(decisions.decide, "write")
+    settle_effect = scoped(decisions.settle_effect, "write")
+    note = scoped(note, "write")
+    visit_effects = unscoped(visit_effects)
+    record_effect = scoped(record_effect, "write")
+    visit_interrupts = unscoped(visit_interrupts)
+    park = scoped(park, "write")
 
     def __init__(self, ex: Executor, tenant: str, project: str) -> None:
         super().__init__(ex, Scope(tenant, project))
-
-    async def create(self, new: NewRun, events: Sequence[EventSpec]) -> str:
-        return await self.ex.write(create, self.scope, new, events)
-
-    async def get(self, run_id: str) -> Run:
-        return await self.ex.read(get, self.scope, run_id)
-
-    async def by_idempotency_key(self, key: str) -> str | None:
-        return await self.ex.read(by_idempotency_key, self.scope, key)
-
-    async def page(self, status: str | None, workflow: str | None, before: str | None, limit: int) -> list[Run]:
-        return await self.ex.read(page, self.scope, status, workflow, before, limit)
-
-    async def ids(self, prefix: str, limit: int) -> list[str]:
-        return await self.ex.read(ids_by_prefix, "runs", self.scope.tenant, self.scope.project, prefix, limit)
-
-    async def events(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
-        return await self.ex.read(events, self.scope, run_id, after_seq, limit)
-
-    async def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
-        return await self.ex.read(checkpoints, self.scope, run_id)
-
-    async def interrupts(self, run_id: str | None) -> list[Interrupt]:
-        return await self.ex.read(interrupts, self.scope, run_id)
-
-    async def effects(self, status: str | None, run_id: str | None) -> list[Effect]:
-        return await self.ex.read(effects, self.scope, status, run_id)
-
-    async def cancel(self, run_id: str, reason: str | None) -> None:
-        await self.ex.write(cancel, self.scope, run_id, reason)
-
-    async def decide(self, interrupt_id: str, decision: Decision, check: CheckInterrupt) -> str:
-        return await self.ex.write(decisions.decide, self.scope, interrupt_id, decision, check)
-
-    async def settle_effect(self, effect_id: str, applied: bool, result_json: str | None) -> str:
-        return await self.ex.write(decisions.settle_effect, self.scope, effect_id, applied, result_json)
-
-    async def note(self, run_id: str, events: Sequence[EventSpec]) -> None:
-        await self.ex.write(note, self.scope, run_id, events)
 
     async def commit(self, step: StepCommit) -> list[Claim]:
         found = await self._commit(step, small_commit(step.change, step.events, step.held))
@@ -375,15 +357,3 @@ class CoreRunStore(CoreRunQueue):
         """Where writes tell nobody (SQLite cannot hear another process's commit), the runtime polls
         (``POLL_S``, the workers' poll)."""
         task_status.started(False)
-
-    async def visit_effects(self, run_id: str, visit: int) -> list[Effect]:
-        return await self.ex.read(visit_effects, run_id, visit)
-
-    async def record_effect(self, run_id: str, token: int, record: EffectRecord) -> Effect:
-        return await self.ex.write(record_effect, self.scope, run_id, token, record)
-
-    async def visit_interrupts(self, run_id: str, visit: int) -> dict[int, Interrupt]:
-        return await self.ex.read(visit_interrupts, run_id, visit)
-
-    async def park(self, run_id: str, token: int, interrupt: NewInterrupt, state_json: str) -> None:
-        await self.ex.write(park, self.scope, run_id, token, interrupt, state_json)

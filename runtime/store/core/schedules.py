@@ -21,7 +21,7 @@ from runtime.schedules.store import Schedule, Tick
 from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_rows import insert_run
 from runtime.store.core.sessions import insert_one
-from runtime.store.core.statements import Executor, Op, Row, none, one, rows
+from runtime.store.core.statements import Op, Row, Store, none, one, rows, unscoped
 
 COLUMNS = (
     "id, tenant, project, name, workflow, cron, timezone, catch_up, input, message, paused, next_at, "
@@ -29,20 +29,21 @@ COLUMNS = (
 )
 
 
-def _found(row: Row | None, schedule_id: str) -> Row:
+def _found(row: Row | None, schedule_id: str) -> Schedule:
     if row is None:
         raise NotFoundError(f"no schedule {schedule_id} here: schedule_list shows this project's schedules")
-    return row
+    return dict(row)
 
 
-def create(d: Dialect, scope: Scope, fields: dict[str, Any]) -> Op[Row]:
+def create(d: Dialect, scope: Scope, fields: dict[str, Any]) -> Op[Schedule]:
     at = now()
     row = {"tenant": scope.tenant, "project": scope.project, "paused": 0, "created_at": at, "updated_at": at, **fields}
+    row["input"] = dumps(fields.get("input") or {})
     yield none(f"INSERT INTO schedules ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", *row.values())
-    return (yield one(f"SELECT {COLUMNS} FROM schedules WHERE id = ?", row["id"]))
+    return _found((yield one(f"SELECT {COLUMNS} FROM schedules WHERE id = ?", row["id"])), row["id"])
 
 
-def get(d: Dialect, scope: Scope, schedule_id: str) -> Op[Row]:
+def get(d: Dialect, scope: Scope, schedule_id: str) -> Op[Schedule]:
     found = yield one(
         f"SELECT {COLUMNS} FROM schedules WHERE tenant = ? AND project = ? AND id = ?",
         scope.tenant, scope.project, schedule_id,
@@ -50,15 +51,15 @@ def get(d: Dialect, scope: Scope, schedule_id: str) -> Op[Row]:
     return _found(found, schedule_id)
 
 
-def listing(d: Dialect, scope: Scope, limit: int) -> Op[list[Row]]:
-    found: list[Row] = yield rows(
+def in_scope(d: Dialect, scope: Scope, limit: int) -> Op[list[Schedule]]:
+    found = yield rows(
         f"SELECT {COLUMNS} FROM schedules WHERE tenant = ? AND project = ? ORDER BY id LIMIT ?",
         scope.tenant, scope.project, limit,
     )  # fmt: skip
-    return found
+    return [dict(row) for row in found]
 
 
-def update(d: Dialect, scope: Scope, schedule_id: str, sets: dict[str, Any]) -> Op[Row]:
+def update(d: Dialect, scope: Scope, schedule_id: str, sets: dict[str, Any]) -> Op[Schedule]:
     assign = ", ".join(f"{column} = ?" for column in sets)
     changed = yield none(
         f"UPDATE schedules SET {assign}, updated_at = ? WHERE tenant = ? AND project = ? AND id = ?",
@@ -78,12 +79,12 @@ def delete(d: Dialect, scope: Scope, schedule_id: str) -> Op[None]:
     yield none("DELETE FROM schedule_ticks WHERE schedule_id = ?", schedule_id)
 
 
-def due(d: Dialect, at: float, limit: int) -> Op[list[Row]]:
+def due(d: Dialect, at: float, limit: int) -> Op[list[Schedule]]:
     """Schedules of every scope whose next tick is at or before ``at`` (not paused), earliest first."""
-    found: list[Row] = yield rows(
+    found = yield rows(
         f"SELECT {COLUMNS} FROM schedules WHERE paused = 0 AND next_at <= ? ORDER BY next_at, id LIMIT ?", at, limit
     )
-    return found
+    return [dict(row) for row in found]
 
 
 def fire(d: Dialect, schedule_id: str, expected: float, ticks: Sequence[Tick], next_at: float) -> Op[list[str]]:
@@ -130,29 +131,13 @@ def fire(d: Dialect, schedule_id: str, expected: float, ticks: Sequence[Tick], n
     return made
 
 
-class CoreScheduleStore:
+class CoreScheduleStore(Store):
     """Schedules of every tenant/project (each call names its scope); the ticker's reads span them all."""
 
-    def __init__(self, ex: Executor) -> None:
-        self.ex = ex
-
-    async def create(self, scope: Scope, fields: dict[str, Any]) -> Schedule:
-        return dict(await self.ex.write(create, scope, {**fields, "input": dumps(fields.get("input") or {})}))
-
-    async def get(self, scope: Scope, schedule_id: str) -> Schedule:
-        return dict(await self.ex.read(get, scope, schedule_id))
-
-    async def in_scope(self, scope: Scope, limit: int) -> list[Schedule]:
-        return [dict(row) for row in await self.ex.read(listing, scope, limit)]
-
-    async def update(self, scope: Scope, schedule_id: str, sets: dict[str, Any]) -> Schedule:
-        return dict(await self.ex.write(update, scope, schedule_id, sets))
-
-    async def delete(self, scope: Scope, schedule_id: str) -> None:
-        await self.ex.write(delete, scope, schedule_id)
-
-    async def due(self, at: float, limit: int) -> list[Schedule]:
-        return [dict(row) for row in await self.ex.read(due, at, limit)]
-
-    async def fire(self, schedule_id: str, expected: float, ticks: Sequence[Tick], next_at: float) -> list[str]:
-        return await self.ex.write(fire, schedule_id, expected, list(ticks), next_at)
+    create = unscoped(create, "write")
+    get = unscoped(get)
+    in_scope = unscoped(in_scope)
+    update = unscoped(update, "write")
+    delete = unscoped(delete, "write")
+    due = unscoped(due)
+    fire = unscoped(fire, "write")

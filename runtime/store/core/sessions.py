@@ -50,7 +50,7 @@ from runtime.store.core.session_rows import (
     scoped_chains,
     session_row,
 )
-from runtime.store.core.statements import Executor, Op, many, none, one, rows, tuples
+from runtime.store.core.statements import Executor, Op, Scoped, many, none, one, rows, scoped, tuples
 
 #: What is read in place on the event loop (``Executor.lookup``, where ``Dialect.point_reads``): a page of
 #: at most 100 chunks, of at most 256k characters, of a session in at most 16 segments. Measured hot on
@@ -75,7 +75,7 @@ _BASE = ", s.segment_id, s.chars, s.widest"  # what a session built on a base ne
 
 
 # -- writes -------------------------------------------------------------------------------------
-def insert(d: Dialect, scope: Scope, sessions: list[NewSession], stubs: Sequence[Stub]) -> Op[list[SessionInfo]]:
+def insert(d: Dialect, scope: Scope, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> Op[list[SessionInfo]]:
     """Lineage stubs, then sessions, in one transaction."""
     for node, parents in stubs:  # ancestors of an imported session that live in another store
         made = yield none(
@@ -232,7 +232,9 @@ def snapshot(
     return None if found is None else (info_of(d, row), chunks_from(found))
 
 
-def chunks(d: Dialect, scope: Scope, session_id: str, offset: int, limit: int | None) -> Op[list[StoredChunk]]:
+def chunks(
+    d: Dialect, scope: Scope, session_id: str, offset: int = 0, limit: int | None = None
+) -> Op[list[StoredChunk]]:
     row = yield from session_row(d, scope, session_id, "s.segment_id, s.length")
     stop = row["length"] if limit is None else min(row["length"], offset + limit)
     return chunks_from((yield from chain_rows(d, CHUNK_COLUMNS, row["segment_id"], row["length"], offset, stop)) or [])
@@ -306,24 +308,29 @@ def ancestry(d: Dialect, scope: Scope, session_ids: Sequence[str]) -> Op[dict[st
     return {r["id"]: Usage.model_validate_json(r["own_usage"]) if r["own_usage"] else Usage() for r in found}
 
 
-class CoreSessionStore:
+def session_ids(d: Dialect, scope: Scope, prefix: str, limit: int) -> Op[list[str]]:
+    return (yield from ids_by_prefix(d, "sessions", *scope, prefix, limit, " AND stub = 0"))
+
+
+class CoreSessionStore(Scoped[Scope]):
     """Sessions, segments of chunks and lineage edges, on whatever ``Executor`` a backend gives."""
 
-    def __init__(self, ex: Executor, tenant: str, project: str) -> None:
-        self.ex = ex
-        self.tenant = tenant
-        self.project = project
-        self.scope: Scope = (tenant, project)
+    insert = scoped(insert, "write")
+    info = scoped(info, "lookup")
+    chunks = scoped(chunks)
+    uids = scoped(uids)
+    branch_tails = scoped(branch_tails)
+    page = scoped(page)
+    ids = scoped(session_ids)
+    lineage = scoped(lineage)
+    ancestry = scoped(ancestry)
 
-    async def insert(self, sessions: list[NewSession], stubs: Sequence[Stub] = ()) -> list[SessionInfo]:
-        return await self.ex.write(insert, self.scope, sessions, stubs)
+    def __init__(self, ex: Executor, tenant: str, project: str) -> None:
+        super().__init__(ex, (tenant, project))
 
     async def insert_on(self, base_id: str, build: BuildOn, *, small: bool = False) -> list[SessionInfo]:
         """``build`` runs inside the write (on SQLite's writer thread, or inline when ``small``): quick and pure."""
         return await self.ex.write(insert_on, self.scope, base_id, build, small=small)
-
-    async def info(self, session_id: str) -> SessionInfo:
-        return await self.ex.lookup(info, self.scope, session_id)
 
     async def snapshot(
         self, session_id: str, offset: int = 0, limit: int | None = None
@@ -336,24 +343,3 @@ class CoreSessionStore:
         done = await self.ex.read(snapshot, self.scope, session_id, offset, limit, False)
         assert done is not None  # an unbounded read always reads
         return done
-
-    async def chunks(self, session_id: str, offset: int = 0, limit: int | None = None) -> list[StoredChunk]:
-        return await self.ex.read(chunks, self.scope, session_id, offset, limit)
-
-    async def uids(self, session_id: str) -> list[str]:
-        return await self.ex.read(uids, self.scope, session_id)
-
-    async def branch_tails(self, session_ids: Sequence[str]) -> BranchTails:
-        return await self.ex.read(branch_tails, self.scope, session_ids)
-
-    async def page(self, after: str | None, limit: int) -> list[SessionInfo]:
-        return await self.ex.read(page, self.scope, after, limit)
-
-    async def ids(self, prefix: str, limit: int) -> list[str]:
-        return await self.ex.read(ids_by_prefix, "sessions", *self.scope, prefix, limit, " AND stub = 0")
-
-    async def lineage(self, session_id: str, depth: int, *, up: bool, down: bool, max_nodes: int) -> Graph:
-        return await self.ex.read(lineage, self.scope, session_id, depth, up, down, max_nodes)
-
-    async def ancestry(self, session_ids: Sequence[str]) -> dict[str, Usage]:
-        return await self.ex.read(ancestry, self.scope, session_ids)

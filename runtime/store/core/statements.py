@@ -1,12 +1,18 @@
-"""What an operation yields (``Stmt``) and what drives it (``Executor``); see the package docstring."""
+"""What an operation yields (``Stmt``), what drives it (``Executor``), and the stores whose methods are
+operations (``Store``, ``Scoped``: a method is one line, ``get = scoped(run_reads.get)``, typed as the
+operation is); see the package docstring."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias, TypeVar
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeAlias, TypeVar
+
+from runtime.store.core.dialect import Dialect
 
 T = TypeVar("T")
+P = ParamSpec("P")
+Sc = TypeVar("Sc", covariant=True)
 
 Fetch = Literal["none", "one", "all", "tuples", "value", "many", "notify"]
 
@@ -91,18 +97,68 @@ class Executor(Protocol):
     @property
     def dialect(self) -> Any: ...
 
-    async def read(self, make: Callable[..., Op[T]], *args: Any) -> T:
+    async def read(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
         """Run in one consistent read snapshot."""
         ...
 
-    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
+    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False, **kwargs: Any) -> T:
         """Run in a write transaction; return once committed. ``small``: a write a backend may commit inline."""
         ...
 
-    async def lookup(self, make: Callable[..., Op[T]], *args: Any) -> T:
+    async def lookup(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
         """A point read by key: where the backend can, on the event loop's own connection (no hop)."""
         ...
 
     def refusal(self) -> BaseException | None:
         """Why writes are refused now (a damaged or vanished file), or None: readiness reports it."""
         ...
+
+
+#: How a store method runs its operation: ``Executor.read``, ``write``, ``write`` with ``small``, ``lookup``.
+How = Literal["read", "write", "small", "lookup"]
+
+
+class Store:
+    """A store on a backend's ``Executor``, its methods the operations it runs (``unscoped``)."""
+
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+
+
+class Scoped(Store, Generic[Sc]):
+    """A store of one ``scope`` (a tenant/project; a run queue's may be every one), passed to each
+    operation its methods run before their own arguments (``scoped``)."""
+
+    def __init__(self, ex: Executor, scope: Sc) -> None:
+        super().__init__(ex)
+        self.scope = scope
+
+
+def _run(ex: Executor, how: How, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> Awaitable[T]:
+    if how == "read":
+        return ex.read(make, *args, **kwargs)
+    if how == "lookup":
+        return ex.lookup(make, *args, **kwargs)
+    return ex.write(make, *args, small=how == "small", **kwargs)
+
+
+def unscoped(
+    op: Callable[Concatenate[Dialect, P], Op[T]], how: How = "read"
+) -> Callable[Concatenate[Store, P], Coroutine[Any, Any, T]]:
+    """A ``Store`` method running ``op`` as ``how`` says on the method's own arguments."""
+
+    async def method(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await _run(self.ex, how, op, *args, **kwargs)
+
+    return method
+
+
+def scoped(
+    op: Callable[Concatenate[Dialect, Sc, P], Op[T]], how: How = "read"
+) -> Callable[Concatenate[Scoped[Sc], P], Coroutine[Any, Any, T]]:
+    """A ``Scoped`` method running ``op`` as ``how`` says on the store's scope and the method's arguments."""
+
+    async def method(self: Scoped[Sc], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await _run(self.ex, how, op, self.scope, *args, **kwargs)
+
+    return method

@@ -22,7 +22,7 @@ from runtime.durable.models import SETTLED, Interrupt, Run
 from runtime.durable.store_shared import Scope
 from runtime.ids import new_id, now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.statements import Executor, Op, Row, none, one, rows, value
+from runtime.store.core.statements import Op, Row, Store, none, one, rows, unscoped, value
 from runtime.webhooks.store import PENDING, Attempt, Delivery
 
 NOTIFIED = SETTLED
@@ -98,12 +98,12 @@ def claim(d: Dialect, owner: str, at: float, lease_s: float, limit: int) -> Op[l
     return found
 
 
-def record(d: Dialect, delivery_id: str, token: int, attempt: Attempt) -> Op[bool]:
+def record(d: Dialect, delivery: Delivery, attempt: Attempt) -> Op[bool]:
     error = attempt.error[:MAX_ERROR] if attempt.error else None
     changed = yield none(
         "UPDATE webhook_deliveries SET status = ?, next_at = ?, attempts = attempts + 1, last_code = ?, "
         "last_error = ?, last_at = ?, lease_owner = NULL WHERE id = ? AND lease_token = ? AND status = 'pending'",
-        attempt.status, attempt.next_at, attempt.code, error, attempt.at, delivery_id, token,
+        attempt.status, attempt.next_at, attempt.code, error, attempt.at, delivery.id, delivery.token,
     )  # fmt: skip
     return bool(changed)
 
@@ -128,23 +128,13 @@ def last(d: Dialect, scope: Scope, run_id: str) -> Op[dict[str, Any] | None]:
     }
 
 
-class CoreWebhookStore:
+class CoreWebhookStore(Store):
     """``WebhookStore`` on a backend's ``Executor``."""
 
-    def __init__(self, ex: Executor) -> None:
-        self.ex = ex
-
-    async def has_due(self, at: float) -> bool:
-        return await self.ex.read(has_due, at)
-
-    async def prune(self, before: float) -> int:
-        return await self.ex.write(prune, before)
+    has_due = unscoped(has_due)
+    prune = unscoped(prune, "write")
+    record = unscoped(record, "write")
+    last = unscoped(last)
 
     async def claim(self, owner: str, at: float, lease_s: float, limit: int) -> list[Delivery]:
         return [Delivery.from_row(r) for r in await self.ex.write(claim, owner, at, lease_s, limit)]
-
-    async def record(self, delivery: Delivery, attempt: Attempt) -> bool:
-        return await self.ex.write(record, delivery.id, delivery.token, attempt)
-
-    async def last(self, scope: Scope, run_id: str) -> dict[str, Any] | None:
-        return await self.ex.read(last, scope, run_id)

@@ -89,23 +89,23 @@ class PostgresExecutor:
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 
-    async def read(self, make: Callable[..., Op[T]], *args: Any) -> T:
+    async def read(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
         """One consistent snapshot. Most reads are one statement, which is one by itself: each operation is
         first run so (one round trip, not three), and in a transaction from the first time it asks for a
         second statement on (that attempt, read-only, is dropped and the read made again)."""
         several = self.db.several_reads
         if make not in several:
             try:
-                return await self.db.read(lambda conn: drive_one(conn, make(POSTGRES, *args)), alone=True)
+                return await self.db.read(lambda conn: drive_one(conn, make(POSTGRES, *args, **kwargs)), alone=True)
             except _Several:
                 several.add(make)
-        return await self.db.read(lambda conn: drive(conn, make(POSTGRES, *args)))
+        return await self.db.read(lambda conn: drive(conn, make(POSTGRES, *args, **kwargs)))
 
-    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
-        return await self.db.write(lambda conn: drive(conn, make(POSTGRES, *args)))
+    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False, **kwargs: Any) -> T:
+        return await self.db.write(lambda conn: drive(conn, make(POSTGRES, *args, **kwargs)))
 
-    async def lookup(self, make: Callable[..., Op[T]], *args: Any) -> T:
-        return await self.read(make, *args)
+    async def lookup(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
+        return await self.read(make, *args, **kwargs)
 
     def refusal(self) -> BaseException | None:
         return None  # the server refuses what it refuses per statement; nothing is refused ahead of it

@@ -62,14 +62,14 @@ class SQLiteExecutor:
     def __init__(self, db: SQLiteDatabase) -> None:
         self.db = db
 
-    async def read(self, make: Callable[..., Op[T]], *args: Any) -> T:
-        return await self.db.read(lambda conn: drive(conn, make(SQLITE, *args)))
+    async def read(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
+        return await self.db.read(lambda conn: drive(conn, make(SQLITE, *args, **kwargs)))
 
-    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False) -> T:
-        return await self.db.write(lambda conn: drive(conn, make(SQLITE, *args)), small=small)
+    async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False, **kwargs: Any) -> T:
+        return await self.db.write(lambda conn: drive(conn, make(SQLITE, *args, **kwargs)), small=small)
 
-    async def lookup(self, make: Callable[..., Op[T]], *args: Any) -> T:
-        return await self.db.lookup(lambda conn: drive(conn, make(SQLITE, *args)), small=_always)
+    async def lookup(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
+        return await self.db.lookup(lambda conn: drive(conn, make(SQLITE, *args, **kwargs)), small=_always)
 
     def refusal(self) -> BaseException | None:
         return self.db.refusal()
