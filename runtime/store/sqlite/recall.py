@@ -75,10 +75,12 @@ def search(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) 
     return found
 
 
-#: A recall runs on the event loop when its terms have at most this many postings in all (each term at most
-#: its share): it ranks the exact way (``_ranked``, below ``topk._POSTINGS``), at about a microsecond a
-#: posting, so a few hundred microseconds of the loop at most, about what the hop to a reader costs.
-SMALL_POSTINGS = 384
+#: A recall runs on the event loop when its terms have at most this many postings in all (counted as
+#: ``_probes`` does): it then ranks the exact way (``_ranked``: up to ``topk._POSTINGS``, the same bound),
+#: measured at 10k items at 280 us median for under 128 postings, 340 for 128-256 and 500 for 256-512: at
+#: most about as long as a session page read in place (``core.sessions.POINT_READ_*``), and the hop to a
+#: reader thread and back, which it saves, costs 130-210 us on this machine under load.
+SMALL_POSTINGS = 512
 #: ... and when its items hold at most this many characters in all (measured before they are read out:
 #: ``length()`` of each in rank order, stopping past the budget, so at most one item, 200k characters,
 #: beyond it is measured; about 0.4 us per 1,000 characters to measure, 0.8 to read).
@@ -89,9 +91,8 @@ def search_small(d: Dialect, space: int, terms: list[str], k: int, scope: str | 
     """What ``search`` returns, when that is known to be cheap before it is done (see the module's text);
     else None. Same statements' results: the exact ranking, the same rows."""
     fts = f"memory_fts_{space}"
-    share = SMALL_POSTINGS // len(terms)
-    found = yield one(_probes(fts, len(terms), share), *[text.match_expression([t]) for t in terms])
-    if any(c is None or c > share for c in found[1:]):
+    found = yield one(_probes(fts, len(terms), SMALL_POSTINGS), *[text.match_expression([t]) for t in terms])
+    if any(c is None for c in found[1:]) or sum(found[1:]) > SMALL_POSTINGS:
         return None
     counts = [int(c) for c in found[1:]]
     n, _ = _averages(found[0])
@@ -119,21 +120,22 @@ def search_small(d: Dialect, space: int, terms: list[str], k: int, scope: str | 
     return measured or None
 
 
-def _probes(fts: str, count: int, share: int | None) -> str:
+def _probes(fts: str, count: int, most: int | None) -> str:
     """The averages record and each term's postings (``df``: a match of the term alone, which reads its
     doclist's rowids; ``fts5vocab``'s ``doc`` took a third longer and a temp table per connection).
 
-    With ``share``, each counted up to ``share + 1``, term after term: once one has more, the rest are not
-    counted (NULL), so a recall declined costs one term's probe, not all."""
+    With ``most``, each term is counted up to ``most + 1``, term after term, and only while the terms
+    before it come to ``most`` or fewer (else NULL): a probe reads at most ``2 * most + 1`` rowids
+    whatever the terms, and a recall declined has read little more than ``most``."""
     averages = f"(SELECT block FROM {fts}_data WHERE id = 1)"
-    if share is None:
+    if most is None:
         counts = ", ".join(f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH ?)" for _ in range(count))
         return f"SELECT {averages}, {counts}"
-    probe = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {share + 1}))"
+    probe = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT {most + 1}))"
     steps = [f"p0 AS MATERIALIZED (SELECT {probe} AS c0)"]
     steps += [
         f"p{i} AS MATERIALIZED (SELECT {', '.join(f'c{j}' for j in range(i))},"
-        f" CASE WHEN c{i - 1} <= {share} THEN {probe} END AS c{i} FROM p{i - 1})"
+        f" CASE WHEN {' + '.join(f'c{j}' for j in range(i))} <= {most} THEN {probe} END AS c{i} FROM p{i - 1})"
         for i in range(1, count)
     ]
     counts = ", ".join(f"c{i}" for i in range(count))
