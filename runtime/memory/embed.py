@@ -101,7 +101,8 @@ class LocalEmbedder:
     of spinning (``OMP_WAIT_POLICY=passive`` unless set: at load 9 on 2 cores a query's embedding
     took 372-620 ms p50 with the default spinning, 29-34 ms passive), and a batch of
     items is embedded on one core (the background task leaves the other cores to queries and
-    writes), while a query uses them all.
+    writes), while a query uses them all (all but one when a hybrid recall's keyword search runs
+    beside it: ``start_query``).
 
     What a query costs (measured on 2 cores, bench.memory's 13-token queries): ~20 ms of CPU, 2.5 ms
     plus 1.3 ms a token, nearly all in the engine's 4-bit matrix products (it also widens the 4-bit
@@ -134,11 +135,19 @@ class LocalEmbedder:
         self._cores = os.cpu_count() or 1
         # Its thread starts at the first query, takes QUERY_NICE then, and runs queries alone: OpenMP's
         # thread count (a setting of the calling thread) is set there once, not at every query.
+        self._team = 0  # OpenMP's thread count on the query thread
         self._query_thread = ThreadPoolExecutor(1, "rath-query", initializer=self._start_query_thread)
 
     def _start_query_thread(self) -> None:
         _nice(QUERY_NICE)
         self._threads(self._cores)
+        self._team = self._cores
+
+    def _team_of(self, n: int) -> None:
+        """OpenMP's thread count for the next query (called on the query thread, a call only when it changes)."""
+        if n != self._team:
+            self._threads(n)
+            self._team = n
 
     def _threads(self, n: int) -> None:
         """OpenMP's thread count for the calls of this (Python) thread: items may be embedded on any
@@ -159,14 +168,23 @@ class LocalEmbedder:
         """Embedded on a thread of its own at ``QUERY_NICE`` (OpenMP's threads, made by it, inherit that)."""
         return self.start_query(text).result()
 
-    def start_query(self, text: str, started: Callable[[], None] | None = None) -> Future[Vectors]:
+    def start_query(
+        self, text: str, started: Callable[[], None] | None = None, *, beside: bool = False
+    ) -> Future[Vectors]:
         """``query`` begun on its thread, not waited for (no thread of the caller's in between); that
         thread calls ``started`` just before the engine runs, which holds no GIL from then until the
-        vector is made (``runtime.memory.semantic`` starts its other work of a recall then)."""
-        return self._query_thread.submit(self._query, text, started)
+        vector is made (``runtime.memory.semantic`` starts its other work of a recall then).
 
-    def _query(self, text: str, started: Callable[[], None] | None) -> Vectors:
+        ``beside``: the caller has CPU work of its own meanwhile (a hybrid recall's keyword search),
+        and the query leaves it a core. On 2 cores that work would share a core with one of the
+        query's two threads, at a higher priority (``QUERY_NICE``), and every parallel region waits
+        for its slowest thread: measured in hybrid recalls at 100k items, one thread 18.9 ms p50
+        against two 22.0 ms (load 4.3), 29.5 against 36.8 ms (load 5.6), and ~2 ms less CPU."""
+        return self._query_thread.submit(self._query, text, started, max(1, self._cores - 1) if beside else self._cores)
+
+    def _query(self, text: str, started: Callable[[], None] | None, team: int) -> Vectors:
         with self._queries_lock:
+            self._team_of(team)
             if started is not None:
                 started()
             return _unit(self._queries.query(text[:EMBED_CHARS]))

@@ -35,6 +35,7 @@ class Gated:
 
     def __init__(self) -> None:
         self.events: list[str] = []
+        self.beside: list[bool] = []  # what each query was told: whether work of the caller runs beside it
         self.release = threading.Event()
         self.thread = ThreadPoolExecutor(1)
 
@@ -47,7 +48,9 @@ class Gated:
     def query(self, text: str) -> Any:
         return self._vector(text)
 
-    def start_query(self, text: str, started: Callable[[], None] | None = None) -> Future[Any]:
+    def start_query(self, text: str, started: Callable[[], None] | None = None, *, beside: bool = False) -> Future[Any]:
+        self.beside.append(beside)
+
         def run() -> Any:
             self.events.append("embedding")
             if started is not None:
@@ -80,6 +83,7 @@ async def test_the_work_beside_runs_while_the_query_is_embedded_once_it_has_begu
         hits, done = await semantic.search_beside(rt.memory.store, ("local", "default"), "sofa", 3, None, beside)
     assert embedder.events == ["embedding", "beside", "embedded"]
     assert done == "done" and len(hits) == 3
+    assert embedder.beside == [True]  # the query was told to leave a core to the work beside
 
 
 async def test_a_hybrid_recall_is_the_two_rankings_fused(tmp_path: Path) -> None:
@@ -94,11 +98,14 @@ async def test_a_hybrid_recall_is_the_two_rankings_fused(tmp_path: Path) -> None
             near = await semantic.search(rt.memory.store, ("local", "default"), query, DEPTH, None)
             want = fuse(words, near, 4)
             assert [(h.memory_id, h.score, h.match) for h in hits] == [(f.item.id, f.score, how) for f, how in want]
+    assert embedder.beside == [True, True, True]  # each hybrid recall's query (the searches after found it kept)
 
 
 async def test_an_embedding_that_fails_before_it_begins_fails_the_search(tmp_path: Path) -> None:
     class Refusing(Gated):
-        def start_query(self, text: str, started: Callable[[], None] | None = None) -> Future[Any]:
+        def start_query(
+            self, text: str, started: Callable[[], None] | None = None, *, beside: bool = False
+        ) -> Future[Any]:
             failed: Future[Any] = Future()
             failed.set_exception(RuntimeError("no query thread"))
             return failed
