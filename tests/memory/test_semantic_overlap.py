@@ -17,10 +17,11 @@ import pytest
 
 from runtime import Runtime
 from runtime.memory import text
-from runtime.memory.embed import _unit
+from runtime.memory.embed import LocalEmbedder, _unit, local_available
 from runtime.memory.semantic import Semantic, fuse
 from runtime.memory.service import DEPTH, MemoryService
 from runtime.memory.store import NewMemory
+from tests.needs import unavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +115,14 @@ async def test_an_embedding_that_fails_before_it_begins_fails_the_search(tmp_pat
         semantic = await _filled(rt, Refusing())
         with pytest.raises(RuntimeError, match="no query thread"):
             await semantic.search(rt.memory.store, ("local", "default"), "sofa", 3, None)
+
+
+def test_a_query_that_leaves_a_core_is_embedded_to_the_same_vector() -> None:
+    """Modes share the kept query vectors (``QUERY_CACHE``): a query a hybrid recall embedded on one
+    core less must be the vector a semantic recall would have made."""
+    if not local_available():
+        unavailable("the embeddings extra", "pip install -e '.[embeddings]'")
+    embedder = LocalEmbedder()
+    for query in ("what is my pet called", "w12 w845 w2210", "le chat dort sur le canapé", "猫はソファで寝る"):
+        alone = embedder.start_query(query).result()
+        assert np.array_equal(embedder.start_query(query, beside=True).result(), alone)
