@@ -22,9 +22,10 @@ T = TypeVar("T")
 FLOWS = "tests.durable.flows"
 ROOT = Path(__file__).resolve().parents[2]
 # An hour: no test of ``drt`` waits for a lease to run out, and with 1 s leases each one depended on
-# every renewal (a write, every third of a lease) landing in time: a loop or writer held up for 0.7 s
-# on a loaded machine lost the lease, and the step ran again. Short leases and their renewals are
-# tested where they are the point (test_effects' reconciliation test, tests/store/postgres).
+# every renewal (a write, every third of a lease) landing in time: an event loop held up for ~0.7 s on
+# a loaded machine could let the reaper requeue a run mid-step, and the step would run again. Short
+# leases and their renewals are tested where they are the point (test_effects' reconciliation test,
+# tests/store/postgres).
 LEASE_S = 3600.0
 
 
