@@ -21,9 +21,9 @@ pytestmark = pytest.mark.anyio
 
 
 async def run_needing_review(home: Path, log: Path, gate: Path) -> str:
-    """A run whose worker died inside an effect, taken over (lease 1 s) until it is ``needs_review``."""
+    """A run whose worker died inside an effect, taken over (its process seen gone) until it is ``needs_review``."""
     run_id = await kill_worker_mid_effect(home, log, gate)
-    async with Runtime.open(home, lease_s=1.0) as rt:
+    async with Runtime.open(home, lease_s=3600.0) as rt:
         rt.workflows.load(FLOWS)
         async with Client(build_server(rt)) as client:
             review = await call(client, "run_wait", run_id=run_id, timeout_s=20)

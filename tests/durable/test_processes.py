@@ -64,14 +64,14 @@ async def test_a_worker_killed_mid_step_is_finished_by_another_with_each_effect_
     async with Runtime.open(home, workers=0) as rt:
         rt.workflows.load(FLOWS)
         run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
-        with process("worker", str(home), "1.0") as worker:
+        with process("worker", str(home), "3600") as worker:
             assert await readline(worker) == "ready"
             await eventually(lambda: _progressed(rt, run.id))  # a and b are done, the step holds
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=10)
         assert (await rt.runs.get(run.id)).status == "running"  # nobody knows yet
     gate.unlink()
-    async with Runtime.open(home, lease_s=1.0) as rt:
+    async with Runtime.open(home, lease_s=3600.0) as rt:
         rt.workflows.load(FLOWS)
         done = await rt.runs.wait(run.id, 20)
         events = await rt.runs.events(run.id, limit=1000)
@@ -92,13 +92,13 @@ async def test_a_kill_inside_a_non_idempotent_effect_makes_it_ambiguous_until_re
     async with Runtime.open(home, workers=0) as rt:
         rt.workflows.load(FLOWS)
         run = await rt.runs.start("ledger", input={"log": log, "effect_gate": str(gate)})
-        with process("worker", str(home), "1.0") as worker:
+        with process("worker", str(home), "3600") as worker:
             assert await readline(worker) == "ready"
             await eventually(lambda: _has_line(log, "c-start"))
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=10)
     gate.unlink()
-    async with Runtime.open(home, lease_s=1.0) as rt:
+    async with Runtime.open(home, lease_s=3600.0) as rt:
         rt.workflows.load(FLOWS)
         review = await rt.runs.wait(run.id, 20)
         assert review.status == "needs_review" and "resolve_effect" in (review.error or "")

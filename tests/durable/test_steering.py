@@ -46,7 +46,7 @@ async def test_retries_run_out_into_a_failed_run(drt: Runtime) -> None:
 
 
 async def test_a_backoff_does_not_hold_the_claim(home: Path) -> None:
-    async with Runtime.open(home, workers=1, lease_s=1.0) as rt:  # one slot only
+    async with Runtime.open(home, workers=1, lease_s=3600.0) as rt:  # one slot only
         rt.workflows.load(FLOWS)
         flaky = await rt.runs.start("slow_flaky")
 
@@ -143,7 +143,7 @@ async def test_a_sync_step_cannot_interrupt_and_is_told_why(drt: Runtime, capfd:
 async def test_run_worker_serves_until_stopped_and_drains_the_runs_in_hand(home: Path, tmp_path: Path) -> None:
     gate, log = tmp_path / "gate", str(tmp_path / "log")
     gate.touch()
-    async with Runtime.open(home, workers=0, lease_s=1.0) as rt:
+    async with Runtime.open(home, workers=0, lease_s=3600.0) as rt:
         rt.workflows.load(FLOWS)
         stop = anyio.Event()
         with anyio.fail_after(10):
@@ -163,7 +163,7 @@ async def test_a_worker_that_stops_mid_step_hands_the_run_on_without_counting_a_
 ) -> None:
     gate, log = tmp_path / "gate", str(tmp_path / "log")
     gate.touch()
-    async with Runtime.open(home, workers=0, lease_s=1.0) as rt:
+    async with Runtime.open(home, workers=0, lease_s=3600.0) as rt:
         rt.workflows.load(FLOWS)
         run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
         for stops in range(1, MAX_LOST_LEASES + 1):

@@ -1,6 +1,6 @@
 """A worker process for the crash test: ``python -m tests.flow.crash_worker HOME``.
 
-Serves durable runs on HOME (one slot, 1 s leases) with the provider the environment configures
+Serves durable runs on HOME (one slot, hour-long leases) with the provider the environment configures
 (``RATH_PROVIDER``/``RATH_SCRIPT``); prints "ready" once serving, then runs until it is killed.
 """
 
@@ -14,7 +14,7 @@ from runtime import Runtime
 
 
 async def serve(home: str) -> None:
-    async with Runtime.open(home, workers=1, lease_s=1.0):
+    async with Runtime.open(home, workers=1, lease_s=3600.0):
         print("ready", flush=True)
         await anyio.sleep_forever()
 

@@ -41,7 +41,7 @@ async def test_killed_mid_command_the_agent_run_needs_review_and_earlier_work_is
                 worker.kill()
                 await worker.wait()
 
-    async with Runtime.open(home, workers=1, lease_s=1.0) as rt:  # a new worker finds the expired lease
+    async with Runtime.open(home, workers=1, lease_s=3600.0) as rt:  # a new worker sees the holder gone
         run = await rt.runs.wait(run.id, 30)
         assert run.status == "needs_review", run.error
         (ambiguous,) = await rt.runs.effects(status="ambiguous", run_id=run.id)

@@ -31,7 +31,7 @@ async def kill_worker_mid_effect(home: Path, log: Path, gate: Path) -> str:
         async with Client(build_server(rt), mode="legacy") as client:
             run = await call(client, "run_start", workflow="ledger", input={"log": str(log), "effect_gate": str(gate)})
     command = [sys.executable, "-m", "rath_mcp", "worker", "--home", str(home), "--workflows", FLOWS]
-    worker = await anyio.open_process([*command, "--lease-s", "1"], stderr=subprocess.DEVNULL)
+    worker = await anyio.open_process([*command, "--lease-s", "3600"], stderr=subprocess.DEVNULL)
     async with worker:
         with anyio.fail_after(30):  # another process writes the log: poll it
             while "c-start" not in lines(log):  # noqa: ASYNC110

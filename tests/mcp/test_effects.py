@@ -25,7 +25,7 @@ async def test_an_ambiguous_effect_is_listed_and_settled_through_mcp(tmp_path: P
     home, log = tmp_path / "home", tmp_path / "log"
     run = {"run_id": await kill_worker_mid_effect(home, log, tmp_path / "gate")}
 
-    async with Runtime.open(home, lease_s=1.0) as rt:
+    async with Runtime.open(home, lease_s=3600.0) as rt:
         rt.workflows.load(FLOWS)
         async with Client(build_server(rt), mode="2026-07-28") as client:
             review = await call(client, "run_wait", run_id=run["run_id"], timeout_s=20)
