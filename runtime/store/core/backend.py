@@ -4,7 +4,7 @@ where it has more to do than the core's (PostgreSQL's ``watch`` and step commits
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from runtime.store.core.access import CoreAuditStore, CoreOpsStore, CoreTokenStore
 from runtime.store.core.artifacts import CoreArtifactStore
@@ -65,3 +65,10 @@ class CoreBackend(Generic[D]):
 
     def ops(self) -> CoreOpsStore:
         return CoreOpsStore(self.ex)
+
+
+if TYPE_CHECKING:  # mypy holds both backends to the protocol the runtime types them by
+    from runtime.backend import StoreBackend
+
+    def _conforms(backend: CoreBackend[Database]) -> StoreBackend:
+        return backend

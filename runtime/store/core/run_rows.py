@@ -99,7 +99,7 @@ def append_events(
         yield many(_EVENT_ROW, found)
 
 
-def _checkpoint_index(events: Sequence[EventSpec]) -> int:
+def checkpoint_index(events: Sequence[EventSpec]) -> int:
     """Which of ``events`` (0-based) keeps the checkpoint: its ``checkpoint.created`` event, else the last."""
     kinds = [kind for kind, _ in events]
     return kinds.index("checkpoint.created") if "checkpoint.created" in kinds else len(kinds) - 1
@@ -138,7 +138,7 @@ def guarded_update(
     kept = None
     if checkpoint is not None:
         state_json, next_step, pending = checkpoint
-        seq = last_seq - n + 1 + _checkpoint_index(events)
+        seq = last_seq - n + 1 + checkpoint_index(events)
         kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
     yield from append_events(d, run_id, last_seq, events, at, kept)
     yield from _notify(d, run_id, sets, row[2])
@@ -181,7 +181,7 @@ def _one_statement(
     args += [run_id, n, at, [kind for kind, _ in events], [dumps(data) for _, data in events]]
     if cp is not None:
         state_json, next_step, pending = cp
-        args += [run_id, n, _checkpoint_index(events) + 1, state_json, next_step, dumps(pending), at]
+        args += [run_id, n, checkpoint_index(events) + 1, state_json, next_step, dumps(pending), at]
     found = yield one(_one_statement_sql(tuple(sets), token is not None, cp is not None), *args)
     return None if found is None else (int(found[0]), found[1])
 

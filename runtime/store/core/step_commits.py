@@ -32,7 +32,7 @@ from runtime.durable.store import EventSpec, RunChange, StepCommit, dumps
 from runtime.durable.store_shared import check_change
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.run_rows import changed, run_column_types
+from runtime.store.core.run_rows import changed, checkpoint_index, run_column_types
 from runtime.store.core.statements import Op, one
 
 #: Columns whose change keeps a commit out of a merged statement (see the module's text).
@@ -73,9 +73,8 @@ def _merged(c: StepCommit, at: float) -> _Merged:
         out.sets.update(change)
         if checkpoint is not None:
             state_json, next_step, pending = checkpoint
-            kinds = [kind for kind, _ in events]
-            at_event = kinds.index("checkpoint.created") if "checkpoint.created" in kinds else len(kinds) - 1
-            out.checkpoints.append((len(out.events) + at_event + 1, state_json, next_step, dumps(pending)))
+            at_event = len(out.events) + checkpoint_index(events) + 1
+            out.checkpoints.append((at_event, state_json, next_step, dumps(pending)))
         out.events += events
     if c.retry_in_s is not None:
         out.sets["next_at"] = at + c.retry_in_s

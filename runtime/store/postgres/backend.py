@@ -8,8 +8,6 @@ command) applies them under the advisory lock.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from runtime.store.core.backend import CoreBackend
 from runtime.store.postgres import migrations, recall
 from runtime.store.postgres.database import PostgresDatabase
@@ -17,9 +15,6 @@ from runtime.store.postgres.executor import PostgresExecutor
 from runtime.store.postgres.runs import PostgresRunStore
 from runtime.store.postgres.schema import ALL
 from runtime.store.url import StoreURL
-
-if TYPE_CHECKING:
-    from runtime.backend import StoreBackend
 
 
 class PostgresBackend(CoreBackend[PostgresDatabase]):
@@ -47,9 +42,3 @@ async def pending(url: StoreURL) -> list[str]:
 
 async def migrate(url: StoreURL) -> list[str]:
     return await migrations.apply(url.url, ALL)
-
-
-if TYPE_CHECKING:  # mypy holds the backend to the protocol the runtime types it by
-
-    def _conforms(backend: PostgresBackend) -> StoreBackend:
-        return backend

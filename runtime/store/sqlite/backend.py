@@ -6,8 +6,6 @@ The embedded default migrates itself on open (CONTRACT §3); ``pending``/``migra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import anyio.to_thread
 
 from runtime.errors import StoreError
@@ -17,9 +15,6 @@ from runtime.store.sqlite.database import SQLiteDatabase, pending_migrations
 from runtime.store.sqlite.executor import SQLiteExecutor
 from runtime.store.sqlite.migrations import ALL_MIGRATIONS
 from runtime.store.url import StoreURL
-
-if TYPE_CHECKING:
-    from runtime.backend import StoreBackend
 
 
 class SQLiteBackend(CoreBackend[SQLiteDatabase]):
@@ -61,9 +56,3 @@ async def migrate(url: StoreURL) -> list[str]:
     await db.open(ALL_MIGRATIONS)
     await db.close()
     return names
-
-
-if TYPE_CHECKING:  # mypy holds the backend to the protocol the runtime types it by
-
-    def _conforms(backend: SQLiteBackend) -> StoreBackend:
-        return backend

@@ -188,10 +188,10 @@ def read_only_uri(path: Path) -> str:
 
 
 def open_existing(path: Path) -> sqlite3.Connection:
-    """A connection to a store file that must exist already (never creates one); read-only."""
+    """A connection to a store file that must exist already (never creates one); read-only, for any thread."""
     guard.require_store(path)
     with translated(path):
-        conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
+        conn = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout = 60000")
     return conn
 

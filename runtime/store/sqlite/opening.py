@@ -49,14 +49,6 @@ def _connect(path: Path, synchronous: str) -> sqlite3.Connection:
     return conn
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    uri = health.read_only_uri(path)
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    return conn
-
-
 def make_directory(path: Path) -> None:
     """Create the directory the store at ``path`` goes in, if it is not there."""
     try:
@@ -93,11 +85,11 @@ def open_for_writing(
 def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite3.Connection]:
     """``READERS + 1`` read-only connections to the existing store at ``path``, which must be whole and
     need no migration (it cannot be migrated here)."""
-    guard.require_store(path)
     opened: list[sqlite3.Connection] = []
     try:
         for _ in range(READERS + 1):
-            opened.append(_connect_read_only(path))
+            opened.append(health.open_existing(path))
+            opened[-1].row_factory = sqlite3.Row
         conn = opened[0]
         health.verify_opened(conn, path)
         applied = applied_names(conn)
@@ -120,8 +112,7 @@ def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]
     """Names of migrations a database file has not applied yet (all of them if it does not exist)."""
     if not path.exists():
         return [m.name for m in migrations]
-    guard.refuse_empty(path)  # not a new store: an empty file is an error (guard.creating)
-    conn = sqlite3.connect(health.read_only_uri(path), uri=True)  # never creates (nor writes) the file
+    conn = health.open_existing(path)  # never creates (nor writes) the file; an empty one is an error
     try:
         applied = applied_names(conn)
     finally:
