@@ -4,8 +4,9 @@ A real store file: items written through the runtime, then the two rankings run 
 one snapshot: the walk over FTS5's own order (taken here whatever the postings' count), rescoring its
 leaders, and ``recall._ranked`` (each term scored in a query of its own, summed per item). Same items
 in the same order, scores to 1e-12. The queries cover words in most items (FTS5's IDF clamped to
-1e-6: the walk names them more than once), rare words, a mix, k from 1 to 40 and a scope filter; the
-walk must actually decide the rare and the common queries (not hand them all back to the exact
+1e-6: the walk names them more than once), rare words, a mix, such a word beside rarer ones (left out of
+FTS5's query, what it can add counted into the bound), k from 1 to 40 and a scope filter; the walk must
+actually decide the rare, the common and the left-out queries (not hand them all back to the exact
 ranking), or this would compare the exact ranking with itself.
 """
 
@@ -70,9 +71,15 @@ async def test_the_walk_returns_the_exact_top_k(tmp_path: Path) -> None:
     common = [" ".join(rnd.sample(VOCAB[:8], 3)) for _ in range(12)]  # each word in most items
     rare = [" ".join(rnd.sample(VOCAB[40:400], 3)) for _ in range(12)]
     mixed = [f"{rnd.choice(VOCAB[:3])} {rnd.choice(VOCAB[20:60])}" for _ in range(12)]
+    # a word in most items beside two rarer ones: left out of FTS5's query, its most counted into the bound
+    left_out = [f"{VOCAB[i % 2]} {' '.join(rnd.sample(VOCAB[20:80], 2))}" for i in range(12)]
     decided = {"common": 0, "rare": 0}
     conn.execute("BEGIN")  # one snapshot, as a recall reads
-    for kind, queries in (("common", common), ("rare", rare), ("mixed", mixed)):
+    for word in VOCAB[:2]:  # in most items: FTS5 weighs them 1e-6
+        n, _ = recall._averages(conn.execute(f"SELECT block FROM memory_fts_{space}_data WHERE id = 1").fetchone()[0])
+        held = conn.execute(f"SELECT count(*) FROM memory_fts_{space} WHERE memory_fts_{space} MATCH ?", (word,))
+        assert recall_topk.fts5_idf(n, held.fetchone()[0]) <= 1e-6
+    for kind, queries in (("common", common), ("rare", rare), ("mixed", mixed), ("left out", left_out)):
         for query in queries:
             for k, scope in ((1, None), (10, None), (40, None), (10, "agent")):
                 walked, exact = _rankings(conn, space, query_terms(query), k, scope)
@@ -82,4 +89,4 @@ async def test_the_walk_returns_the_exact_top_k(tmp_path: Path) -> None:
                 assert [seq for seq, _ in walked] == [seq for seq, _ in exact], (query, k, scope)
                 assert [s for _, s in walked] == pytest.approx([s for _, s in exact], rel=1e-12), (query, k, scope)
     conn.execute("COMMIT")
-    assert decided["common"] >= 24 and decided["rare"] >= 44, decided
+    assert decided["common"] >= 24 and decided["rare"] >= 44 and decided["left out"] >= 40, decided

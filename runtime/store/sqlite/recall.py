@@ -61,9 +61,9 @@ def unindex(d: Dialect, space: int, seqs: Sequence[int]) -> Op[int]:
 
 
 def search(d: Dialect, space: int, terms: list[str], k: int, scope: str | None) -> Op[list[Row]]:
-    found = yield one(_probes(f"memory_fts_{space}", len(terms), None), *[text.match_expression([t]) for t in terms])
-    n, total = _averages(found[0])
-    dfs = {t: int(c) for t, c in zip(terms, found[1:], strict=True) if c}  # the terms present, in the query's order
+    counted = yield one(_probes(f"memory_fts_{space}", len(terms), None), *[text.match_expression([t]) for t in terms])
+    n, total = _averages(counted[0])
+    dfs = {t: int(c) for t, c in zip(terms, counted[1:], strict=True) if c}  # the terms present, in the query's order
     if not dfs:
         return []
     pruned = yield from topk.search(space, dfs, n, total, k, scope)
