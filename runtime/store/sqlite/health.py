@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from runtime.errors import StoreDamagedError, StoreError
 from runtime.store.sqlite import guard
-from runtime.store.sqlite.migrate import applied_names, apply_migrations, table_names
+from runtime.store.sqlite.migrate import applied_names, apply_migrations, table_names, unapplied
 
 if TYPE_CHECKING:
     from runtime.store.migration import Migration
@@ -220,8 +220,7 @@ def check(path: Path, migrations: Sequence[Migration]) -> Report:
                 return report
             if tables:
                 report.missing = missing_schema(conn, migrations)
-            applied = applied_names(conn)
-        report.pending = [m.name for m in migrations if m.name not in applied]
+            report.pending = [m.name for m in unapplied(conn, migrations)]
     finally:
         conn.close()
     return report

@@ -16,10 +16,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         done: list[str] = []
-        applied = applied_names(conn)
-        for migration in migrations:
-            if migration.name in applied:
-                continue
+        for migration in unapplied(conn, migrations):
             for statement in _statements(migration.sql):
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (migration.name, now()))
@@ -40,6 +37,12 @@ def applied_names(conn: sqlite3.Connection) -> set[str]:
     if "schema_migrations" not in table_names(conn):
         return set()
     return {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+
+
+def unapplied(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[Migration]:
+    """Those of ``migrations`` the database on ``conn`` has not applied, in order."""
+    applied = applied_names(conn)
+    return [m for m in migrations if m.name not in applied]
 
 
 def _statements(sql: str) -> list[str]:

@@ -16,8 +16,8 @@ from pathlib import Path
 from runtime.errors import StoreError
 from runtime.store.migration import Migration
 from runtime.store.sqlite import guard, health
-from runtime.store.sqlite.migrate import applied_names
 from runtime.store.sqlite.migrate import apply_migrations as apply_migrations  # re-exported: database.py names it
+from runtime.store.sqlite.migrate import unapplied
 
 BUSY_TIMEOUT_MS = 60_000
 READERS = 3  # reader threads' connections; one more serves lookups on the event loop's thread
@@ -92,8 +92,7 @@ def open_for_reading(path: Path, migrations: Sequence[Migration]) -> list[sqlite
             opened[-1].row_factory = sqlite3.Row
         conn = opened[0]
         health.verify_opened(conn, path)
-        applied = applied_names(conn)
-        pending = [m.name for m in migrations if m.name not in applied]
+        pending = [m.name for m in unapplied(conn, migrations)]
         if pending:
             raise StoreError(
                 f"the store at {path} needs {len(pending)} migration(s) of this version ({', '.join(pending)}), "
@@ -114,7 +113,6 @@ def pending_migrations(path: Path, migrations: Sequence[Migration]) -> list[str]
         return [m.name for m in migrations]
     conn = health.open_existing(path)  # never creates (nor writes) the file; an empty one is an error
     try:
-        applied = applied_names(conn)
+        return [m.name for m in unapplied(conn, migrations)]
     finally:
         conn.close()
-    return [m.name for m in migrations if m.name not in applied]
