@@ -54,8 +54,10 @@ WARM_RUNS = 20
 
 
 class _Sink(BaseHTTPRequestHandler):
-    """An OTLP/HTTP endpoint that reads each export and answers 200 (what a healthy collector does)."""
+    """An OTLP/HTTP endpoint that reads each export and answers 200 (what a healthy collector does), keeping
+    the connection open for the next one as a collector does (HTTP/1.0 would make every export connect)."""
 
+    protocol_version = "HTTP/1.1"
     received = 0
 
     def do_POST(self) -> None:

@@ -22,6 +22,7 @@ span-count metrics (made only with a meter provider, which ours never has).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from time import time_ns
@@ -76,7 +77,10 @@ class Recorder:
         self.resource = provider.resource
         self.scope = scope
         self.processor = processor
-        self.limits = SpanLimits()  # the OTEL_SPAN_* / OTEL_ATTRIBUTE_* variables, as the provider reads them
+        self.limits = limits = SpanLimits()  # the OTEL_SPAN_* / OTEL_ATTRIBUTE_* variables, as the provider reads them
+        self._cut_values = limits.max_span_attribute_length is not None
+        self._most_attributes = math.inf if limits.max_span_attributes is None else limits.max_span_attributes
+        self._most_events = math.inf if limits.max_events is None else limits.max_events
         self._random_roots = self.ids.is_trace_id_random()
         self._follows_local_parent = follows_local_parent(self.sampler, os.environ)
 
@@ -111,14 +115,15 @@ class Recorder:
         return OtelSpan(self, name, kind, ids, parent_ids, given, capture)
 
     def end(self, span: OtelSpan, end_time: int) -> None:
-        limits = self.limits
         attributes: Mapping[str, Any] = span.attributes
         events: Sequence[Event] = span.events
-        most, longest = limits.max_span_attributes, limits.max_span_attribute_length
-        if longest is not None or (most is not None and len(attributes) > most):
-            attributes = BoundedAttributes(most, attributes, immutable=True, max_value_len=longest)
-        if events and limits.max_events is not None and len(events) > limits.max_events:
-            events = BoundedList.from_seq(limits.max_events, events)
+        if self._cut_values or len(attributes) > self._most_attributes:
+            limits = self.limits
+            attributes = BoundedAttributes(
+                limits.max_span_attributes, attributes, immutable=True, max_value_len=limits.max_span_attribute_length
+            )
+        if len(events) > self._most_events:
+            events = BoundedList.from_seq(self.limits.max_events, events)
         ended = ReadableSpan(
             name=span.name,
             context=span.ids,
@@ -196,13 +201,11 @@ class OtelSpan(_Current):
         attributes: dict[str, Any],
         capture: bool,
     ) -> None:
-        super().__init__(ids)
-        self._recorder = recorder
-        self.name, self.kind, self.parent, self.attributes = name, kind, parent, attributes
-        self.events: list[Event] = []
-        self.status = _UNSET
-        self._capture = capture
-        self._failed = False
+        # (no super().__init__ call, and no list for events until one comes: a span per step adds up)
+        self.ids, self._token = ids, None
+        self._recorder, self.name, self.kind, self.parent, self.attributes = recorder, name, kind, parent, attributes
+        self.events: list[Event] | tuple[()] = ()
+        self.status, self._capture, self._failed = _UNSET, capture, False
         self.start_time = time_ns()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -211,7 +214,7 @@ class OtelSpan(_Current):
             if isinstance(error, Exception) and not self._failed:  # a cancellation is no failure of the span's work
                 self.fail(type(error).__qualname__, str(error))
         finally:
-            super().__exit__()
+            otel_context.detach(self._token)  # type: ignore[arg-type]
             self._recorder.end(self, time_ns())
 
     def set(self, key: str, value: AttributeValue | None) -> None:
@@ -222,7 +225,7 @@ class OtelSpan(_Current):
         self.attributes.update(clean(attributes))
 
     def event(self, name: str, attributes: Attributes | None = None) -> None:
-        self.events.append(self._recorder.event(name, attributes))
+        self.events = [*self.events, self._recorder.event(name, attributes)]
 
     def fail(self, error_type: str, description: str | None = None) -> None:
         self._failed = True
