@@ -55,8 +55,9 @@ def log(tmp_path: Path) -> str:
     return str(tmp_path / "effects.log")
 
 
-async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 10.0, what: str = "") -> T:
-    """Poll ``check`` until it returns something truthy (for changes made by another process)."""
+async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 60.0, what: str = "") -> T:
+    """Poll ``check`` until it returns something truthy (for changes made by another process); ``timeout``
+    is a safety net for a change that never comes, never a measure (a loaded machine may take seconds)."""
     with anyio.fail_after(timeout):
         while True:
             value = await check()
