@@ -128,7 +128,7 @@ def guarded_update(
         found = yield from _one_statement(run_id, token, sets, events, checkpoint, at)
         if found is None:
             raise LeaseLostError(run_id, token)
-        yield from _notify(d, run_id, sets, found[1])
+        yield from _webhook(d, run_id, sets, found[1])
         yield from changed(d, [run_id])
         return found[0]
     if not (yield none(_guarded_sql(tuple(sets)), n, at, *sets.values(), run_id, token)):
@@ -141,12 +141,12 @@ def guarded_update(
         seq = last_seq - n + 1 + checkpoint_index(events)
         kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
     yield from append_events(d, run_id, last_seq, events, at, kept)
-    yield from _notify(d, run_id, sets, row[2])
+    yield from _webhook(d, run_id, sets, row[2])
     yield from changed(d, [run_id])
     return last_seq
 
 
-def _notify(d: Dialect, run_id: str, sets: RunChange, url: str | None) -> Op[None]:
+def _webhook(d: Dialect, run_id: str, sets: RunChange, url: str | None) -> Op[None]:
     """A run with a ``notify_url`` (read back by the update itself: no statement more for runs without
     one) moved to a status it hears of gets its notification in this transaction
     (``runtime.store.core.webhooks``). Not ``waiting``: ``park`` settles that once its interrupt is
@@ -225,7 +225,7 @@ def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[Even
             yield from append_events(d, run_id, int(found[0]), events, at)
     if found is None:
         raise NotFoundError(f"no run {run_id}")
-    yield from _notify(d, run_id, sets, found[1])
+    yield from _webhook(d, run_id, sets, found[1])
     yield from changed(d, [run_id])
     return int(found[0])
 
