@@ -39,7 +39,7 @@ _REMOTE_PARENT = b"\x85\x01" + (_HAS_IS_REMOTE | _IS_REMOTE).to_bytes(4, "little
 _UNSET_STATUS = b"\x7a\x00"
 #: The most encoded attributes kept; past it the table starts over (a worker's run ids keep changing).
 KEPT_ATTRIBUTES = 4096
-_kept: dict[tuple[str, type, Any], bytes] = {}
+_kept: dict[tuple[str, type, Any], bytes] = {}  # each one's length, then its fields
 _SMALL = [bytes([n]) for n in range(128)]
 _double = struct.Struct("<d").pack
 _INT64 = 1 << 63
@@ -140,18 +140,19 @@ def _attributes(tag: bytes, attributes: Mapping[str, Any]) -> bytes:
     out: list[bytes] = []
     for key, value in attributes.items():
         known = (key, type(value), value) if isinstance(value, (str, int, float)) else None  # bool is an int
-        pair = _kept.get(known) if known is not None else None
-        if pair is None:
+        sized = _kept.get(known) if known is not None else None  # the pair after its length
+        if sized is None:
             try:
                 pair = _pair(key, value)
             except TypeError as error:
                 log.error("span attribute %s not exported: %s", key, error)
                 continue
+            sized = _varint(len(pair)) + pair
             if known is not None:
                 if len(_kept) >= KEPT_ATTRIBUTES:
                     _kept.clear()
-                _kept[known] = pair
-        out += (tag, _varint(len(pair)), pair)
+                _kept[known] = sized
+        out += (tag, sized)
     return b"".join(out)
 
 
