@@ -86,6 +86,16 @@ def notice(channel: str, payload: str) -> Stmt:
     return Stmt(channel, (payload,), "notify")
 
 
+def resume(op: Op[T], result: Any, error: Failed | None = None) -> Stmt:
+    """What a driver does with a statement's outcome: sends ``op`` the ``result`` (or throws in its
+    ``error``) and returns its next statement; ``StopIteration`` carries the operation's result at its
+    end. A ``Failed`` the operation does not catch ends it with the driver's own error."""
+    try:
+        return op.send(result) if error is None else op.throw(error)
+    except Failed as failed:
+        raise failed.error from None
+
+
 class Executor(Protocol):
     """How a backend runs an operation: the transaction, connection and thread are its own.
 

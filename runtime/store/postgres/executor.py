@@ -12,6 +12,7 @@ import asyncpg
 
 from runtime.store.core import Duplicate, Failed, Op, Stmt
 from runtime.store.core.dialect import POSTGRES, Dialect
+from runtime.store.core.statements import resume
 from runtime.store.postgres.database import PostgresDatabase
 from runtime.store.postgres.notify import notify
 
@@ -29,22 +30,21 @@ def numbered(sql: str) -> str:
 
 
 async def drive(conn: asyncpg.Connection, op: Op[T]) -> T:
-    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back,
-    or its error thrown in (``Failed``)."""
+    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its outcome sent back."""
     try:
         stmt = next(op)
         while True:
-            try:
-                result = await _execute(conn, stmt)
-            except asyncpg.PostgresError as exc:
-                key = isinstance(exc, asyncpg.UniqueViolationError)
-                stmt = op.throw(Duplicate(exc) if key else Failed(exc))
-                continue
-            stmt = op.send(result)
+            stmt = resume(op, *await _outcome(conn, stmt))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
-    except Failed as failed:  # not caught by the operation: its own error
-        raise failed.error from None
+
+
+async def _outcome(conn: asyncpg.Connection, stmt: Stmt) -> tuple[Any, Failed | None]:
+    """The statement's result, or the error the operation is thrown (``Failed``)."""
+    try:
+        return await _execute(conn, stmt), None
+    except asyncpg.PostgresError as exc:
+        return None, Duplicate(exc) if isinstance(exc, asyncpg.UniqueViolationError) else Failed(exc)
 
 
 class _Several(Exception):

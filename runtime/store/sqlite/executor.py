@@ -9,28 +9,29 @@ from typing import Any, TypeVar
 
 from runtime.store.core import Duplicate, Failed, Op, Stmt
 from runtime.store.core.dialect import SQLITE, Dialect
+from runtime.store.core.statements import resume
 from runtime.store.sqlite.database import SQLiteDatabase
 
 T = TypeVar("T")
 
 
 def drive(conn: sqlite3.Connection, op: Op[T]) -> T:
-    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its result sent back,
-    or its error thrown in (``Failed``)."""
+    """Run ``op`` to its end on ``conn``: each statement it yields is executed and its outcome sent back."""
     try:
         stmt = next(op)
         while True:
-            try:
-                result = _execute(conn, stmt)
-            except sqlite3.Error as exc:
-                key = isinstance(exc, sqlite3.IntegrityError) and ("UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc))
-                stmt = op.throw(Duplicate(exc) if key else Failed(exc))
-                continue
-            stmt = op.send(result)
+            stmt = resume(op, *_outcome(conn, stmt))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
-    except Failed as failed:  # not caught by the operation: its own error
-        raise failed.error from None
+
+
+def _outcome(conn: sqlite3.Connection, stmt: Stmt) -> tuple[Any, Failed | None]:
+    """The statement's result, or the error the operation is thrown (``Failed``)."""
+    try:
+        return _execute(conn, stmt), None
+    except sqlite3.Error as exc:
+        key = isinstance(exc, sqlite3.IntegrityError) and ("UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc))
+        return None, Duplicate(exc) if key else Failed(exc)
 
 
 def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
