@@ -152,6 +152,7 @@ async def test_run_worker_serves_until_stopped_and_drains_the_runs_in_hand(home:
                 run = await rt.runs.start("ledger", input={"log": log, "gate": str(gate)})
                 await eventually(lambda: progressed(rt, run.id))
                 stop.set()  # no new claims from here on; the run in hand may finish
+                await anyio.lowlevel.checkpoint()  # the worker hears of the stop before the late run exists
                 late = await rt.runs.start("echo", input={"message": "too late"})
                 gate.unlink()
         assert (await rt.runs.get(run.id)).status == "succeeded"
