@@ -98,12 +98,14 @@ class Recorder:
             trace_id, random = parent_ids.trace_id, parent_ids.trace_flags.random_trace_id
         else:
             parent_ids, trace_id, random = None, self.ids.generate_trace_id(), self._random_roots
-        given = clean(attributes) if attributes else {}
         if parent_ids is not None and self._follows_local_parent and not parent_ids.is_remote:
-            # what the sampler would decide (follows_local_parent), without asking it: most spans are these
+            # what the sampler would decide (follows_local_parent), without asking it: most spans are these;
+            # the attributes are copied only for a span that keeps them
             decision = Decision.RECORD_AND_SAMPLE if parent_ids.trace_flags.sampled else Decision.DROP
             trace_state: TraceState | None = parent_ids.trace_state
+            given = clean(attributes) if attributes and decision is not Decision.DROP else {}
         else:
+            given = clean(attributes) if attributes else {}
             decided = self.sampler.should_sample(parent, trace_id, name, kind, given)
             decision, trace_state = decided.decision, decided.trace_state
             # the sampler's attributes are the span's (the SDK's tracer starts a span with them): ours, or more
