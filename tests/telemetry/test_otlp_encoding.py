@@ -126,7 +126,7 @@ def spans_of(attributes: list[dict[str, AttributeValue]]) -> list[ReadableSpan]:
     return kept.spans
 
 
-def test_values_at_the_wire_formats_edges_encode_as_the_sdks() -> None:
+def test_values_at_the_edges_encode_as_the_sdks() -> None:
     long = "é" * 100  # 200 bytes: a length of two varint bytes
     spans = spans_of(
         [
@@ -135,36 +135,4 @@ def test_values_at_the_wire_formats_edges_encode_as_the_sdks() -> None:
             {f"key {i}": i for i in range(130)},  # over the limit of 128: a dropped count
         ]
     )
-    ours = ExportTraceServiceRequest.FromString(encode_request(spans))
-    assert ours == encode_spans(spans)
-
-
-def test_an_attribute_seen_before_is_encoded_the_same_and_a_bool_is_not_an_int() -> None:
-    # the encoder keeps each attribute it encoded by key, type and value: True == 1 must not share an entry
-    spans = spans_of([{"a": True, "b": 1.0}, {"a": 1, "b": 1}, {"a": True, "b": 1.0}, {"a": "1", "b": False}])
-    once = ExportTraceServiceRequest.FromString(encode_request(spans))
-    again = ExportTraceServiceRequest.FromString(encode_request(spans))
-    assert once == again == encode_spans(spans)
-    values = [
-        [pair.value.WhichOneof("value") for pair in span.attributes]
-        for span in once.resource_spans[0].scope_spans[0].spans
-    ]
-    assert values == [
-        ["bool_value", "double_value"],
-        ["int_value", "int_value"],
-        ["bool_value", "double_value"],
-        ["string_value", "bool_value"],
-    ]
-
-
-def test_an_int_past_int64_is_left_out_not_wrapped() -> None:
-    made = spans_of([{"fine": 1}])[0]
-    odd = ReadableSpan(
-        name=made.name,
-        context=made.context,
-        resource=made.resource,
-        attributes={"fine": 1, "huge": 2**64},
-        instrumentation_scope=made.instrumentation_scope,
-    )
-    decoded = ExportTraceServiceRequest.FromString(encode_request([odd]))
-    assert [pair.key for pair in decoded.resource_spans[0].scope_spans[0].spans[0].attributes] == ["fine"]
+    assert ExportTraceServiceRequest.FromString(encode_request(spans)) == encode_spans(spans)
