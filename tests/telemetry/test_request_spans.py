@@ -24,7 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.otel_receiver import ReceivedSpan, Receiver, receiving, trace_env
-from tests.transports._servers import ERAS, Era, RunningServer, Wire, free_port, http_server, serve_command
+from tests.ports import quiet_ports
+from tests.transports._servers import ERAS, Era, RunningServer, Wire, http_server, serve_command
 
 pytestmark = pytest.mark.anyio
 
@@ -164,7 +165,7 @@ async def test_a_hung_collector_never_holds_up_a_request(home: Path, monkeypatch
             monkeypatch.setenv(key, value)
         async with client("stdio", "2026-07-28", home, None, {}) as c:
             assert not (await c.call_tool("session_list", {})).is_error
-            await anyio.to_thread.run_sync(stuck.held.wait)  # the exporter is now stuck in a request
+            assert await anyio.to_thread.run_sync(stuck.held.wait, 60)  # the exporter is now stuck in a request
             for _ in range(3):
                 assert not (await c.call_tool("workflow_list", {})).is_error
             stuck.release()
@@ -175,7 +176,7 @@ async def test_a_refusing_collector_never_fails_a_request_or_the_stop(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing listens at the endpoint: requests are answered, and the server still stops cleanly."""
-    for key, value in trace_env(f"http://127.0.0.1:{free_port()}", OTEL_EXPORTER_OTLP_TIMEOUT="1").items():
+    for key, value in trace_env(f"http://127.0.0.1:{quiet_ports(1)[0]}", OTEL_EXPORTER_OTLP_TIMEOUT="1").items():
         monkeypatch.setenv(key, value)
     async with http_server("http", home) as server, client("http", "2026-07-28", home, server, {}) as c:
         for _ in range(3):
