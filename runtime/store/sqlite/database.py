@@ -302,8 +302,9 @@ class SQLiteDatabase:
 def _in_snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
     """``fn(conn)`` in one read transaction, ended by COMMIT when it changed no row, else ROLLBACK.
 
-    Why COMMIT: a read may make a table of the connection's own (``temp``: the keyword index's vocabulary,
-    ``recall.py``) for the next reads on it too. A ROLLBACK undid it every time, and undoing a schema
+    Why COMMIT: a read may make a table of the connection's own (``temp``; keyword recall's vocabulary
+    table was one, until it counted each word's matches instead) for the next reads on it too. A
+    ROLLBACK undid it every time, and undoing a schema
     change resets every schema the connection has parsed: its next statement parsed the whole schema
     again and each statement after was prepared again (some 600 microseconds of a 1.2 ms keyword recall
     at 10k items). Changing no row, the transaction wrote nothing to the file, so COMMIT writes nothing
