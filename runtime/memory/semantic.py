@@ -180,6 +180,15 @@ class SpaceIndex:
         return [(int(self.seqs[rows[i]]), float(exact[i])) for i in order]
 
 
+@dataclass(frozen=True)
+class Near:
+    """A search's hit before its content is read: the item's ``seq`` and id, and its cosine (> 0)."""
+
+    seq: int
+    id: str
+    score: float
+
+
 class Semantic:
     """The embedder and this process's vector indexes, shared by every scope of a runtime."""
 
@@ -272,8 +281,35 @@ class Semantic:
         self, store: MemoryStore, key: tuple[str, str], query: str, n: int, scope: str | None
     ) -> list[Found]:
         """The ``n`` items nearest ``query`` (cosine > 0), best first."""
-        hits, _ = await self.search_beside(store, key, query, n, scope, None)
+        near = await self._search(store, key, query, n, scope, None)
+        hits: list[Found] = []
+        # Only the hits returned are read whole; one rewritten or deleted since it was found gives way
+        # to the next candidate, as if it had been so when found.
+        while near and len(hits) < n:
+            take, near = near[: n - len(hits)], near[n - len(hits) :]
+            hits += await self.read(store, take)
         return hits
+
+    async def read(self, store: MemoryStore, near: Sequence[Near]) -> list[Found]:
+        """The items of ``near`` with their scores, in order, but for those rewritten, superseded or
+        deleted since they were found (a read of their content, ``store.embedded``, checks again)."""
+        items = await store.embedded(self.model, [x.seq for x in near])
+        return [Found(items[x.seq], x.score) for x in near if x.seq in items]
+
+    async def fused(self, store: MemoryStore, words: list[Found], near: list[Near], k: int) -> list[tuple[Found, str]]:
+        """``rank`` (``fuse``) of the keyword search's hits and the nearest items: the content of the fused ``k``
+        that the keyword search did not read is read now (and only theirs)."""
+        known = {f.item.id: f.item for f in words}
+        while True:
+            order = rank([(f.item.id, f.score) for f in words], [(x.id, x.score) for x in near], k)
+            chosen = {key for key, _, _ in order}
+            need = [x for x in near if x.id in chosen and x.id not in known]
+            if need:
+                known.update((f.item.id, f.item) for f in await self.read(store, need))
+            if gone := {x.id for x in need if x.id not in known}:  # changed since found: fuse without them
+                near = [x for x in near if x.id not in gone]
+                continue
+            return [(Found(known[key], score), how) for key, score, how in order]
 
     async def search_beside(
         self,
@@ -283,9 +319,10 @@ class Semantic:
         n: int,
         scope: str | None,
         beside: Callable[[], Awaitable[T]] | None,
-    ) -> tuple[list[Found], T | None]:
+    ) -> tuple[list[Near], T | None]:
         """The ``n`` items nearest ``query`` (cosine > 0), best first, and what ``beside()`` returned:
-        other work of the recall (hybrid's keyword search), done while the query is embedded.
+        other work of the recall (hybrid's keyword search), done while the query is embedded. Their
+        content is not read (``fused`` and ``read`` do, for the hits returned).
 
         The query's embedding goes first, to its thread straight from here (the local model is told
         that work runs beside it, and leaves that work a core). ``beside`` starts only once that
@@ -294,16 +331,30 @@ class Semantic:
         after the keyword search had ended, ~3.5 ms in (100k items). The index reads what was
         stamped since its last look meanwhile too. The scan runs on a worker thread: the event loop
         only waits."""
+        besides: list[T] = []
+        near = await self._search(store, key, query, n, scope, beside, besides)
+        return near[:n], besides[0] if besides else None
+
+    async def _search(
+        self,
+        store: MemoryStore,
+        key: tuple[str, str],
+        query: str,
+        n: int,
+        scope: str | None,
+        beside: Callable[[], Awaitable[T]] | None,
+        besides: list[T] | None = None,
+    ) -> list[Near]:
+        """``search_beside``'s work: every candidate still valid, best first (``n`` and more)."""
         index = self._indexes.setdefault(key, SpaceIndex())
         vector, made, begun = self._queries.get(query), None, None
         if vector is not None:
             self._queries.move_to_end(query)
         else:
             made, begun = self._embed_query(query, beside is not None)
-        besides: list[T] = []
 
         async def run_beside() -> None:
-            assert beside is not None
+            assert beside is not None and besides is not None
             besides.append(await beside())
 
         failed: list[Exception] = []
@@ -328,7 +379,7 @@ class Semantic:
             if made is not None:
                 made.cancel()  # a refresh that failed: the vector is not waited for
             raise failed[0]
-        return hits, besides[0] if besides else None
+        return hits
 
     async def _nearest(
         self,
@@ -339,8 +390,9 @@ class Semantic:
         made: asyncio.Future[Vectors] | None,
         n: int,
         scope: str | None,
-    ) -> list[Found]:
-        """``search``'s own part, from the index's refresh (while the query is embedded) to the hits."""
+    ) -> list[Near]:
+        """``search``'s own part, from the index's refresh (while the query is embedded) to the valid
+        candidates (no content read)."""
         async with index.lock:  # one refresh at a time; a search waits for it, then reads the same matrix
             horizon, found = await store.vectors_since(self.model, index.horizon)
             index.add(found)
@@ -353,13 +405,12 @@ class Semantic:
         async with index.lock:  # no refresh moves the rows while they are scanned
             seen = index.horizon
             best = await anyio.to_thread.run_sync(index.top, vector, n + n // 2 + 8, scope)  # some may be stale
-        items = await store.embedded(self.model, [seq for seq, _ in best])
+        items = await store.current(self.model, [seq for seq, _ in best])
         if stale := [seq for seq, _ in best if seq not in items]:
             async with index.lock:  # deleted, superseded or rewritten since embedded: out of the next scans
                 if index.horizon == seen:  # unless a search since read newer vectors (maybe theirs)
                     index.forget(stale)
-        hits = [Found(items[seq], score) for seq, score in best if seq in items and score > 0]
-        return hits[:n]
+        return [Near(seq, items[seq], score) for seq, score in best if seq in items and score > 0]
 
     def _embed_query(self, query: str, beside: bool) -> tuple[asyncio.Future[Vectors], threading.Event | None]:
         """The query's vector, begun now, and an event set once the embedder is at work (or done;
@@ -398,24 +449,30 @@ def _tags(raw: str) -> tuple[str, ...]:
 
 
 def fuse(keyword: list[Found], semantic: list[Found], k: int, alpha: float = ALPHA) -> list[tuple[Found, str]]:
-    """A convex combination of the two rankings' normalized scores: the ``k`` best (score > 0), each
-    with what matched it. BM25 is divided by the best BM25 of the list, a cosine mapped onto 0..1
-    between the list's worst and best; an item missing from a list gets 0 from it."""
-    best_bm25 = max((f.score for f in keyword), default=1.0) or 1.0
-    cosines = [f.score for f in semantic]
+    """``rank`` of two lists of found items: the ``k`` best, each with its fused score and what matched it."""
+    first: dict[str, Found] = {}
+    for found in (*keyword, *semantic):
+        first.setdefault(found.item.id, found)
+    ranked = rank([(f.item.id, f.score) for f in keyword], [(f.item.id, f.score) for f in semantic], k, alpha)
+    return [(Found(first[key].item, score), how) for key, score, how in ranked]
+
+
+def rank(
+    keyword: list[tuple[str, float]], semantic: list[tuple[str, float]], k: int, alpha: float = ALPHA
+) -> list[tuple[str, float, str]]:
+    """A convex combination of the two rankings' normalized scores (each ``(item id, score)``): the
+    ``k`` best ``(id, score, what matched it)`` (score > 0). BM25 is divided by the best BM25 of the
+    list, a cosine mapped onto 0..1 between the list's worst and best; an item missing from a list
+    gets 0 from it."""
+    best_bm25 = max((score for _, score in keyword), default=1.0) or 1.0
+    cosines = [score for _, score in semantic]
     low, high = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
     scores: dict[str, float] = {}
-    first: dict[str, Found] = {}
     where: dict[str, set[str]] = {}
     for name, ranking, weight in (("keyword", keyword, 1 - alpha), ("semantic", semantic, alpha)):
-        for found in ranking:
-            key = found.item.id
-            part = found.score / best_bm25 if name == "keyword" else (found.score - low) / ((high - low) or 1.0)
+        for key, score in ranking:
+            part = score / best_bm25 if name == "keyword" else (score - low) / ((high - low) or 1.0)
             scores[key] = scores.get(key, 0.0) + weight * part
-            first.setdefault(key, found)
             where.setdefault(key, set()).add(name)
     order = [key for key in sorted(scores, key=lambda key: -scores[key]) if scores[key] > 0][:k]
-    return [
-        (Found(first[key].item, scores[key]), "both" if len(where[key]) == 2 else next(iter(where[key])))
-        for key in order
-    ]
+    return [(key, scores[key], "both" if len(where[key]) == 2 else next(iter(where[key]))) for key in order]

@@ -31,7 +31,7 @@ from runtime.memory.model import (
     make_uri,
     parse_uri,
 )
-from runtime.memory.semantic import Semantic, fuse
+from runtime.memory.semantic import Semantic
 from runtime.memory.store import SUPERSEDED, Found, MemoryStore, NewMemory
 from runtime.sessions.service import SessionService
 from runtime.telemetry import Attributes, Tracing
@@ -161,10 +161,10 @@ class MemoryService:
                 matched = [(f, "semantic") for f in near]
             else:  # the two rankings at once: BM25 runs while the query is embedded
                 depth = max(k, DEPTH)
-                near, words = await semantic.search_beside(
+                nearest, words = await semantic.search_beside(
                     self.store, self._key, query, depth, scope, lambda: self.store.search(terms, depth, scope)
                 )
-                matched = fuse(words or [], near, k)
+                matched = await semantic.fused(self.store, words or [], nearest, k)
         found = [f for f, _ in matched]
         scan = max(SNIPPET_MIN_SCAN, SNIPPET_SCAN // max(1, len(found)))
 

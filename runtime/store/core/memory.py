@@ -347,13 +347,17 @@ class CoreMemoryStore:
     async def vectors_since(self, model: str, horizon: int) -> tuple[int, list[tuple[Any, ...]]]:
         """The next horizon and ``(seq, scope, scale, vec)`` of this space's vectors of ``model``
         stamped since ``horizon`` (``runtime.store.core.vectors``)."""
-        space, nxt, found = await self.ex.read(vector_ops.since, self.tenant, self.project, self._space, model, horizon)
+        space, nxt, found = await self.ex.read(vector_ops.since, self.tenant, self.project, model, horizon)
         self._space = space
         return nxt, found
 
     async def embedded(self, model: str, seqs: Sequence[int]) -> dict[int, MemoryItem]:
         """The items at ``seqs`` whose vector of ``model`` is of their current content."""
         return await self.ex.read(vector_ops.items, self.tenant, self.project, model, list(seqs))
+
+    async def current(self, model: str, seqs: Sequence[int]) -> dict[int, str]:
+        """The ids of the items at ``seqs`` whose vector of ``model`` is of their current content (no content read)."""
+        return await self.ex.read(vector_ops.current, self.tenant, self.project, model, list(seqs))
 
     def vectors(self) -> vector_ops.CoreVectorStore:
         """Every space's vectors on this store (what the embedding task works through)."""

@@ -23,7 +23,7 @@ from typing import Any
 from runtime.memory.model import MemoryItem
 from runtime.memory.store import SUPERSEDED
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.memory_rows import ITEM_COLUMNS, find_space
+from runtime.store.core.memory_rows import ITEM_COLUMNS
 from runtime.store.core.statements import Executor, Op, Row, many, rows, tuples, value
 
 #: Not superseded: such items left the keyword index and are not embedded either.
@@ -84,22 +84,28 @@ def save(d: Dialect, model: str, made: Sequence[tuple[int, str, float, bytes]]) 
 
 
 def since(
-    d: Dialect, tenant: str, project: str, space: int | None, model: str, horizon: int
+    d: Dialect, tenant: str, project: str, model: str, horizon: int
 ) -> Op[tuple[int | None, int, list[tuple[Any, ...]]]]:
     """The space, the next horizon, and ``(seq, scope, scale, vec)`` of the vectors of ``model``
-    stamped at or after ``horizon`` (every one when it is 0)."""
-    space = yield from find_space(d, tenant, project, space)
-    if space is None:
-        return None, horizon, []
-    nxt = int((yield value(d.stamp_horizon)) or 0)
+    stamped at or after ``horizon`` (every one when it is 0).
+
+    One statement (a consistent snapshot by itself): the horizon and the space's id come on every row
+    (one row of NULL vectors when none is new). A search reads this each time, and on PostgreSQL a read
+    of two statements is a transaction: BEGIN, two reads, COMMIT were four round trips where this is one."""
     found: list[tuple[Any, ...]] = yield tuples(
-        "SELECT v.seq, i.scope, v.scale, v.vec FROM memory_vectors v JOIN memory_items i ON i.seq = v.seq"
-        " WHERE v.space_id = ? AND v.model = ? AND v.stamp >= ?",
-        space,
+        f"SELECT h.nxt, h.space, f.seq, f.scope, f.scale, f.vec FROM (SELECT ({d.stamp_horizon}) AS nxt,"
+        " (SELECT id FROM memory_spaces WHERE tenant = ? AND project = ?) AS space) h"
+        " LEFT JOIN (SELECT v.seq, i.scope, v.scale, v.vec, v.space_id FROM memory_vectors v"
+        " JOIN memory_items i ON i.seq = v.seq WHERE v.model = ? AND v.stamp >= ?) f ON f.space_id = h.space",
+        tenant,
+        project,
         model,
         horizon,
     )
-    return space, nxt, found
+    first = found[0]
+    if first[1] is None:
+        return None, horizon, []
+    return int(first[1]), int(first[0] or 0), [(r[2], r[3], r[4], r[5]) for r in found if r[2] is not None]
 
 
 def items(d: Dialect, tenant: str, project: str, model: str, seqs: Sequence[int]) -> Op[dict[int, MemoryItem]]:
@@ -121,6 +127,25 @@ def items(d: Dialect, tenant: str, project: str, model: str, seqs: Sequence[int]
         project,
     )
     return {int(r["seq"]): MemoryItem.from_row(r) for r in found}
+
+
+def current(d: Dialect, tenant: str, project: str, model: str, seqs: Sequence[int]) -> Op[dict[int, str]]:
+    """The ids of the items at ``seqs`` whose vector of ``model`` is of their current content (what
+    ``items`` checks, without reading any content): a search keeps the valid ones of its candidates
+    here and reads the content of those it returns alone (``items``)."""
+    if not seqs:
+        return {}
+    where, args = d.in_list(list(seqs), "bigint")
+    found = yield rows(  # CROSS JOIN, vectors first: as in ``items``
+        "SELECT i.seq, i.id FROM memory_vectors v CROSS JOIN memory_items i WHERE v.seq"
+        f"{where} AND v.model = ? AND i.seq = v.seq AND v.digest = coalesce(i.digest, '')"
+        f" AND i.tenant = ? AND i.project = ? AND {_LIVE}",
+        *args,
+        model,
+        tenant,
+        project,
+    )
+    return {int(r[0]): r[1] for r in found}
 
 
 def count(d: Dialect, model: str) -> Op[tuple[int, int]]:
