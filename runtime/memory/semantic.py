@@ -34,6 +34,7 @@ import anyio.to_thread
 from runtime.extras import require_extra
 from runtime.memory import text
 from runtime.memory.embed import Embedder, numpy
+from runtime.memory.model import MemoryItem
 from runtime.memory.store import Found
 
 if TYPE_CHECKING:
@@ -182,11 +183,12 @@ class SpaceIndex:
 
 @dataclass(frozen=True)
 class Near:
-    """A search's hit before its content is read: the item's ``seq`` and id, and its cosine (> 0)."""
+    """A search's hit: the item's ``seq`` and id, its cosine (> 0), and the item when it was read whole."""
 
     seq: int
     id: str
     score: float
+    item: MemoryItem | None = None
 
 
 class Semantic:
@@ -281,10 +283,10 @@ class Semantic:
         self, store: MemoryStore, key: tuple[str, str], query: str, n: int, scope: str | None
     ) -> list[Found]:
         """The ``n`` items nearest ``query`` (cosine > 0), best first."""
-        near = await self._search(store, key, query, n, scope, None)
+        near = await self._search(store, key, query, n, scope, None, n)
         hits: list[Found] = []
-        # Only the hits returned are read whole; one rewritten or deleted since it was found gives way
-        # to the next candidate, as if it had been so when found.
+        # The best n candidates were read whole with the check; when some were stale, the next are read
+        # now (one rewritten or deleted since gives way to the next, as if it had been so when found).
         while near and len(hits) < n:
             take, near = near[: n - len(hits)], near[n - len(hits) :]
             hits += await self.read(store, take)
@@ -292,14 +294,21 @@ class Semantic:
 
     async def read(self, store: MemoryStore, near: Sequence[Near]) -> list[Found]:
         """The items of ``near`` with their scores, in order, but for those rewritten, superseded or
-        deleted since they were found (a read of their content, ``store.embedded``, checks again)."""
-        items = await store.embedded(self.model, [x.seq for x in near])
-        return [Found(items[x.seq], x.score) for x in near if x.seq in items]
+        deleted since they were found: those not read whole yet are read now (``store.embedded``,
+        which checks them again)."""
+        unread = [x.seq for x in near if x.item is None]
+        items = await store.embedded(self.model, unread) if unread else {}
+        return [
+            Found(x.item if x.item is not None else items[x.seq], x.score)
+            for x in near
+            if x.item is not None or x.seq in items
+        ]
 
     async def fused(self, store: MemoryStore, words: list[Found], near: list[Near], k: int) -> list[tuple[Found, str]]:
         """``rank`` (``fuse``) of the keyword search's hits and the nearest items: the content of the fused ``k``
         that the keyword search did not read is read now (and only theirs)."""
-        known = {f.item.id: f.item for f in words}
+        known = {x.id: x.item for x in near if x.item is not None}
+        known.update((f.item.id, f.item) for f in words)  # as ``fuse``: the keyword search's item first
         while True:
             order = rank([(f.item.id, f.score) for f in words], [(x.id, x.score) for x in near], k)
             chosen = {key for key, _, _ in order}
@@ -319,10 +328,14 @@ class Semantic:
         n: int,
         scope: str | None,
         beside: Callable[[], Awaitable[T]] | None,
+        whole: int | None = None,
     ) -> tuple[list[Near], T | None]:
         """The ``n`` items nearest ``query`` (cosine > 0), best first, and what ``beside()`` returned:
-        other work of the recall (hybrid's keyword search), done while the query is embedded. Their
-        content is not read (``fused`` and ``read`` do, for the hits returned).
+        other work of the recall (hybrid's keyword search), done while the query is embedded. Only the
+        best ``whole`` (default ``n``) are read whole: the rest are only checked (``store.current``),
+        and ``fused`` or ``read`` reads any more it returns. For a fusion of ``k``, ``whole = k`` is
+        enough but for stale items: an item only this search found and ranked below ``k`` others of
+        it is below them in the fusion too.
 
         The query's embedding goes first, to its thread straight from here (the local model is told
         that work runs beside it, and leaves that work a core). ``beside`` starts only once that
@@ -332,7 +345,7 @@ class Semantic:
         stamped since its last look meanwhile too. The scan runs on a worker thread: the event loop
         only waits."""
         besides: list[T] = []
-        near = await self._search(store, key, query, n, scope, beside, besides)
+        near = await self._search(store, key, query, n, scope, beside, n if whole is None else whole, besides)
         return near[:n], besides[0] if besides else None
 
     async def _search(
@@ -343,6 +356,7 @@ class Semantic:
         n: int,
         scope: str | None,
         beside: Callable[[], Awaitable[T]] | None,
+        whole: int,
         besides: list[T] | None = None,
     ) -> list[Near]:
         """``search_beside``'s work: every candidate still valid, best first (``n`` and more)."""
@@ -367,7 +381,7 @@ class Semantic:
                         await anyio.to_thread.run_sync(begun.wait, abandon_on_cancel=True)
                     tg.start_soon(run_beside)
                 try:  # the search goes on while ``beside`` runs: neither waits for the other
-                    hits = await self._nearest(store, index, query, vector, made, n, scope)
+                    hits = await self._nearest(store, index, query, vector, made, n, scope, whole)
                 except Exception as exc:  # an embedder's own error, as it is (not in a group)
                     failed.append(exc)
                     tg.cancel_scope.cancel()
@@ -390,6 +404,7 @@ class Semantic:
         made: asyncio.Future[Vectors] | None,
         n: int,
         scope: str | None,
+        whole: int,
     ) -> list[Near]:
         """``search``'s own part, from the index's refresh (while the query is embedded) to the valid
         candidates (no content read)."""
@@ -405,12 +420,14 @@ class Semantic:
         async with index.lock:  # no refresh moves the rows while they are scanned
             seen = index.horizon
             best = await anyio.to_thread.run_sync(index.top, vector, n + n // 2 + 8, scope)  # some may be stale
-        items = await store.current(self.model, [seq for seq, _ in best])
-        if stale := [seq for seq, _ in best if seq not in items]:
+        ids, items = await store.current(
+            self.model, [seq for seq, _ in best], [seq for seq, score in best if score > 0][:whole]
+        )
+        if stale := [seq for seq, _ in best if seq not in ids]:
             async with index.lock:  # deleted, superseded or rewritten since embedded: out of the next scans
                 if index.horizon == seen:  # unless a search since read newer vectors (maybe theirs)
                     index.forget(stale)
-        return [Near(seq, items[seq], score) for seq, score in best if seq in items and score > 0]
+        return [Near(seq, ids[seq], score, items.get(seq)) for seq, score in best if seq in ids and score > 0]
 
     def _embed_query(self, query: str, beside: bool) -> tuple[asyncio.Future[Vectors], threading.Event | None]:
         """The query's vector, begun now, and an event set once the embedder is at work (or done;

@@ -162,7 +162,7 @@ class MemoryService:
             else:  # the two rankings at once: BM25 runs while the query is embedded
                 depth = max(k, DEPTH)
                 nearest, words = await semantic.search_beside(
-                    self.store, self._key, query, depth, scope, lambda: self.store.search(terms, depth, scope)
+                    self.store, self._key, query, depth, scope, lambda: self.store.search(terms, depth, scope), whole=k
                 )
                 matched = await semantic.fused(self.store, words or [], nearest, k)
         found = [f for f, _ in matched]

@@ -355,9 +355,12 @@ class CoreMemoryStore:
         """The items at ``seqs`` whose vector of ``model`` is of their current content."""
         return await self.ex.read(vector_ops.items, self.tenant, self.project, model, list(seqs))
 
-    async def current(self, model: str, seqs: Sequence[int]) -> dict[int, str]:
-        """The ids of the items at ``seqs`` whose vector of ``model`` is of their current content (no content read)."""
-        return await self.ex.read(vector_ops.current, self.tenant, self.project, model, list(seqs))
+    async def current(
+        self, model: str, seqs: Sequence[int], whole: Sequence[int] = ()
+    ) -> tuple[dict[int, str], dict[int, MemoryItem]]:
+        """The ids of the items at ``seqs`` whose vector of ``model`` is of their current content, and
+        the items of those at ``whole`` (no other content read)."""
+        return await self.ex.read(vector_ops.current, self.tenant, self.project, model, list(seqs), list(whole))
 
     def vectors(self) -> vector_ops.CoreVectorStore:
         """Every space's vectors on this store (what the embedding task works through)."""

@@ -129,23 +129,31 @@ def items(d: Dialect, tenant: str, project: str, model: str, seqs: Sequence[int]
     return {int(r["seq"]): MemoryItem.from_row(r) for r in found}
 
 
-def current(d: Dialect, tenant: str, project: str, model: str, seqs: Sequence[int]) -> Op[dict[int, str]]:
+def current(
+    d: Dialect, tenant: str, project: str, model: str, seqs: Sequence[int], whole: Sequence[int]
+) -> Op[tuple[dict[int, str], dict[int, MemoryItem]]]:
     """The ids of the items at ``seqs`` whose vector of ``model`` is of their current content (what
-    ``items`` checks, without reading any content): a search keeps the valid ones of its candidates
-    here and reads the content of those it returns alone (``items``)."""
+    ``items`` checks), and of those also at ``whole``, the items: one statement reads no content but
+    theirs. A search's candidates are checked here, and only the few it may return are read whole
+    (the check reads an index, the content is the weight: 0.09 ms against ``items``' 0.64 for 83
+    candidates on SQLite), in one round trip."""
     if not seqs:
-        return {}
+        return {}, {}
     where, args = d.in_list(list(seqs), "bigint")
+    wanted, wanted_args = d.in_list(list(whole), "bigint") if whole else (" IS NULL", ())
+    columns = ITEM_COLUMNS.replace("i.content", f"CASE WHEN i.seq{wanted} THEN i.content END AS content")
     found = yield rows(  # CROSS JOIN, vectors first: as in ``items``
-        "SELECT i.seq, i.id FROM memory_vectors v CROSS JOIN memory_items i WHERE v.seq"
+        f"SELECT {columns} FROM memory_vectors v CROSS JOIN memory_items i WHERE v.seq"
         f"{where} AND v.model = ? AND i.seq = v.seq AND v.digest = coalesce(i.digest, '')"
         f" AND i.tenant = ? AND i.project = ? AND {_LIVE}",
+        *wanted_args,
         *args,
         model,
         tenant,
         project,
     )
-    return {int(r[0]): r[1] for r in found}
+    ids = {int(r["seq"]): r["id"] for r in found}
+    return ids, {int(r["seq"]): MemoryItem.from_row(r) for r in found if r["content"] is not None}
 
 
 def count(d: Dialect, model: str) -> Op[tuple[int, int]]:
