@@ -315,6 +315,13 @@ class CoreMemoryStore:
         """The ``k`` best items for any of ``terms`` by BM25, best first, scores > 0 only."""
         if not terms:
             return []
+        if self._space is None:
+            # The space's own read first: the search is then one statement. On PostgreSQL an operation
+            # once found to run two statements is read in a transaction from then on (BEGIN and COMMIT:
+            # two more round trips), and a hybrid recall's keyword search could be the first read.
+            self._space = await self.ex.read(find_space, self.tenant, self.project, None)
+            if self._space is None:
+                return []
         args = (self.recall, self.tenant, self.project, self._space, terms, k, scope)
         if self.ex.dialect.point_reads and len(set(terms)) <= SMALL_TERMS:  # no hop to a reader when known small
             space, found = await self.ex.lookup(search, *args, True)
