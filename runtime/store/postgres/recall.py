@@ -78,30 +78,25 @@ SELECT ?, u.term, u.seq, u.tf, u.len
 FROM unnest(?::text[], ?::bigint[], ?::int[], ?::int[]) AS u(term, seq, tf, len)
 """
 
-# The top k by BM25. For each distinct query term, ``q`` counts its postings (df; an index-only
-# range scan) and turns that into its idf; ``scored`` then reads each term's postings once more
-# and sums the terms' contributions per item. Counting df here, rather than storing it, costs one
-# extra scan of the postings a query reads anyway (measured: about a quarter of the query), and
-# leaves writers no per-term counter to contend on. Arguments: space, terms, space, space, then
-# the source's and k.
+# The top k by BM25. For each distinct query term, ``scored`` reads its postings once (an
+# index-only range scan), counting them as it goes (df, by a window over that term's rows alone) to
+# turn into its idf, and sums the terms' contributions per item. Counting df here, rather than
+# storing it, leaves writers no per-term counter to contend on; counting it by a scan of its own (as
+# this did) read each term's postings twice: 10-16 ms against 17-21 ms for a query of three common
+# terms at 100k items, the same rows and scores (the terms are summed in the same order). Arguments:
+# space, terms, space, then the source's and k.
 _RECALL = f"""
 WITH stats AS (
     SELECT sum(docs)::float8 AS n, sum(length)::float8 / greatest(sum(docs), 1) AS avgdl
     FROM memory_stats WHERE space_id = ?
-), q AS (
-    SELECT t.term, ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) AS idf, s.avgdl
-    FROM unnest(?::text[]) AS t(term)
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS df FROM memory_postings m WHERE m.space_id = ? AND m.term = t.term
-    ) d
-    WHERE d.df > 0
 ), scored AS (
     SELECT p.seq, sum(
-        q.idf * p.tf * ({K1}::float8 + 1) / (p.tf + {K1}::float8 * (1 - {B}::float8 + {B}::float8 * p.len / q.avgdl))
+        ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5)) * p.tf * ({K1}::float8 + 1)
+        / (p.tf + {K1}::float8 * (1 - {B}::float8 + {B}::float8 * p.len / s.avgdl))
     ) AS score
-    FROM q CROSS JOIN LATERAL (
-        SELECT seq, tf, len FROM memory_postings m WHERE m.space_id = ? AND m.term = q.term
+    FROM unnest(?::text[]) AS t(term) CROSS JOIN stats s CROSS JOIN LATERAL (
+        SELECT seq, tf, len, count(*) OVER ()::float8 AS df FROM memory_postings m
+        WHERE m.space_id = ? AND m.term = t.term
     ) p
     GROUP BY p.seq
 )
@@ -177,7 +172,7 @@ def search(
     distinct = list(dict.fromkeys(terms))
     if not distinct or k < 1:
         return []
-    args: list[object] = [space, distinct, space, space]
+    args: list[object] = [space, distinct, space]
     if scope is not None:
         args.append(scope)
         source = "scored top JOIN memory_items i ON i.seq = top.seq AND i.scope = ?"
