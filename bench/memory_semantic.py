@@ -52,7 +52,7 @@ from bench.memory import corpus, queries  # noqa: E402
 from bench.recall_quality_set import DISTRACTORS, PAIRS  # noqa: E402
 from runtime import Runtime  # noqa: E402
 from runtime.memory.embed import LocalEmbedder  # noqa: E402
-from runtime.memory.semantic import quantize  # noqa: E402
+from runtime.memory.space_index import quantize  # noqa: E402
 from runtime.memory.store import NewMemory  # noqa: E402
 
 TARGET_MS = 20.0

@@ -30,7 +30,8 @@ if str(ROOT) not in sys.path:
 
 from runtime import Runtime  # noqa: E402
 from runtime.memory.embed import LocalEmbedder  # noqa: E402
-from runtime.memory.semantic import Semantic, quantize  # noqa: E402
+from runtime.memory.semantic import Semantic  # noqa: E402
+from runtime.memory.space_index import quantize  # noqa: E402
 from runtime.memory.store import NewMemory  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(5000)]  # each query word is in a few hundred items of 100k, as real words are

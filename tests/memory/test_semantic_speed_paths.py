@@ -23,7 +23,8 @@ import pytest
 
 from runtime import Runtime
 from runtime.memory.embed import _unit
-from runtime.memory.semantic import BACKGROUND_NICE, QUERY_CACHE, Semantic, SpaceIndex, quantize
+from runtime.memory.semantic import BACKGROUND_NICE, QUERY_CACHE, Semantic
+from runtime.memory.space_index import SpaceIndex, quantize
 from runtime.memory.store import NewMemory
 from runtime.store.core import vectors as vector_ops
 from runtime.store.core.dialect import SQLITE

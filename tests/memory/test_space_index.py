@@ -1,4 +1,4 @@
-"""The in-memory index of one space's vectors (``runtime.memory.semantic.SpaceIndex``): rows added in
+"""The in-memory index of one space's vectors (``runtime.memory.space_index.SpaceIndex``): rows added in
 batches past its first capacity, an item's vector replaced in place, a scope filter, int8 round trips."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np  # the test extra has it (rank-bm25's dependency)
 import pytest
 
-from runtime.memory.semantic import SpaceIndex, quantize
+from runtime.memory.space_index import SpaceIndex, quantize
 
 
 def rows(vectors: object, seqs: range, scope: str = "user") -> list[tuple[int, str, float, bytes]]:
