@@ -49,7 +49,9 @@ async def test_a_handshake_era_task_is_created_polled_asked_through_tasks_result
             {"name": "run_start", "arguments": APPROVAL, "task": {"ttl": 60000}, "_meta": {"progressToken": "p1"}},
         )
         task = created["task"]
-        assert task["taskId"].startswith("run_") and task["status"] == "working" and task["ttl"] == 60000
+        # the run's status when the answer is made: its worker may already have reached the approval's question
+        assert task["taskId"].startswith("run_") and task["status"] in ("working", "input_required")
+        assert task["ttl"] == 60000
         assert task["createdAt"].endswith("Z") and task["pollInterval"] > 0
 
         waiting = await client.poll(task["taskId"], lambda t: t["status"] == "input_required")
@@ -122,7 +124,8 @@ async def test_a_2026_task_carries_its_input_requests_and_is_answered_with_tasks
         created = await client.request(
             "tools/call", {"name": "delegate", "arguments": {"task": "x", "workflow": "approval"}}
         )
-        assert created["resultType"] == "task" and created["status"] == "working"
+        # the run's status when the answer is made: its worker may already have reached the approval's question
+        assert created["resultType"] == "task" and created["status"] in ("working", "input_required")
         task_id = created["taskId"]
         assert created["ttlMs"] is None and created["pollIntervalMs"] > 0
 
