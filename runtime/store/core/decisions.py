@@ -19,7 +19,7 @@ from runtime.durable.store_shared import (
 )
 from runtime.ids import now
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.run_rows import plain_update, run_row
+from runtime.store.core.run_rows import run_row, update_run
 from runtime.store.core.statements import Op, Row, none, one, value
 
 
@@ -53,9 +53,9 @@ def decide(d: Dialect, scope: Scope, interrupt_id: str, decision: Decision, chec
     run = yield from run_row(d, scope, run_id)
     if run["status"] == "waiting" and still == 0:
         events.append(("run.state.changed", {"status": "queued", "reason": "interrupt decided"}))
-        yield from plain_update(d, run_id, {"status": "queued", "next_at": now()}, events)
+        yield from update_run(d, run_id, None, {"status": "queued", "next_at": now()}, events)
     else:
-        yield from plain_update(d, run_id, {}, events)
+        yield from update_run(d, run_id, None, {}, events)
     return run_id
 
 
@@ -78,7 +78,7 @@ def settle_effect(d: Dialect, scope: Scope, effect_id: str, applied: bool, resul
     run = yield from run_row(d, scope, run_id)
     if run["status"] == "needs_review" and left == 0:
         events.append(("run.state.changed", {"status": "queued", "reason": "ambiguous effects resolved"}))
-        yield from plain_update(d, run_id, {"status": "queued", "next_at": now(), "error": None}, events)
+        yield from update_run(d, run_id, None, {"status": "queued", "next_at": now(), "error": None}, events)
     else:
-        yield from plain_update(d, run_id, {}, events)
+        yield from update_run(d, run_id, None, {}, events)
     return run_id

@@ -25,7 +25,7 @@ from runtime.durable.store_shared import Scope, lost_worker_change, scope_args
 from runtime.ids import now
 from runtime.store.core.claims import sweep
 from runtime.store.core.dialect import Dialect
-from runtime.store.core.run_rows import IN_SCOPE, RELEASED, end_unheld, plain_update
+from runtime.store.core.run_rows import IN_SCOPE, RELEASED, end_unheld, update_run
 from runtime.store.core.statements import Op, Row, rows
 
 LOST_COLUMNS = "id, lease_owner, lease_token, lease_expires, cancel_requested, cancel_reason, step, lost_leases"
@@ -77,7 +77,7 @@ def _requeue_lost(d: Dialect, row: Row, event: str, reason: str) -> Op[str]:
     lost = row["lost_leases"] + (0 if row["lease_expires"] == RELEASED else 1)
     sets = lost_worker_change(row, ambiguous, lost, at)
     events.append(("run.state.changed", {"status": sets["status"], "reason": reason}))
-    yield from plain_update(d, run_id, sets, events)
+    yield from update_run(d, run_id, None, sets, events)
     return str(run_id)
 
 

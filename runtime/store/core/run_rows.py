@@ -1,10 +1,10 @@
-"""The run row and its events, written once: the fenced and the plain update, event numbering, checkpoints.
+"""The run row and its events, written once: the run's update, event numbering, checkpoints.
 
-Every change a worker makes goes through ``guarded_update``: one UPDATE of the run row that checks
-the fencing token and that the run is still ``running``, and allocates the sequence numbers of
-the events it appends. If the token is stale the UPDATE matches nothing and ``LeaseLostError``
-rolls the whole unit back: a worker that lost its lease can never commit. ``plain_update`` is the
-same change to a run nobody holds (cancel, decisions, reaping).
+Every change of a run goes through ``update_run``: one UPDATE of the run row that allocates the sequence
+numbers of the events it appends and, for a worker's change, checks the fencing token and that the run
+is still ``running``. If the token is stale the UPDATE matches nothing and ``LeaseLostError`` rolls the
+whole unit back: a worker that lost its lease can never commit. A change to a run nobody holds (cancel,
+decisions, reaping) is the same update without the token.
 
 The two backends keep a checkpoint differently (SQLite on its event's row, in ``cp_`` columns;
 PostgreSQL in ``run_checkpoints``) and write differently fast: where lists bind as arrays
@@ -61,8 +61,8 @@ _EVENT_ARRAYS = (
     "INSERT INTO run_events (run_id, seq, type, data, created_at) "
     "SELECT ?, e.s, e.t, e.d, ?::double precision FROM unnest(?::int[], ?::text[], ?::text[]) AS e(s, t, d)"
 )
-#: What SQLite's ``guarded_update`` reads back of the row it updated (``notify_url``: whether the change is notified).
-_AFTER_UPDATE = "SELECT last_seq, COALESCE(output_session_id, session_id), notify_url FROM runs WHERE id = ?"
+#: What SQLite's ``update_run`` reads back of the row it updated (``notify_url``: whether the change is notified).
+_AFTER_UPDATE = "SELECT last_seq, notify_url, COALESCE(output_session_id, session_id) FROM runs WHERE id = ?"
 
 Checkpoint = tuple[Any, str | None, list[str]]
 
@@ -105,45 +105,44 @@ def checkpoint_index(events: Sequence[EventSpec]) -> int:
     return kinds.index("checkpoint.created") if "checkpoint.created" in kinds else len(kinds) - 1
 
 
-def guarded_update(
+def update_run(
     d: Dialect,
     run_id: str,
-    token: int,
+    token: int | None,
     sets: RunChange,
     events: Sequence[EventSpec] = (),
     checkpoint: Checkpoint | None = None,
     at: float | None = None,
 ) -> Op[int]:
-    """Update a run the caller holds the lease of; append events (and a checkpoint). Returns last_seq.
+    """Update a run, appending events (and a checkpoint); returns its last_seq. ``token``: the lease the caller
+    holds, ``None`` for a run nobody holds (service-side changes: cancel, decisions, reaping).
 
     The checkpoint is kept on its ``checkpoint.created`` event (else on the last of ``events``), with the
     run's session as it is now (what a fork from here starts from). ``at``: the commit's timestamp, when
     the caller derived other values from it (default: now). A stale ``token`` (or a run no longer running)
-    matches nothing: ``LeaseLostError``, nothing written."""
+    matches nothing: ``LeaseLostError``, nothing written (without one, a run that is not there: ``NotFoundError``)."""
     at = now() if at is None else at
     n = len(events)
     if checkpoint is not None and not n:
         raise ValueError("a checkpoint is kept on an event: commit it with its checkpoint.created event")
     if d.arrays:
         found = yield from _one_statement(run_id, token, sets, events, checkpoint, at)
-        if found is None:
-            raise LeaseLostError(run_id, token)
-        yield from _webhook(d, run_id, sets, found[1])
-        yield from changed(d, [run_id])
-        return found[0]
-    if not (yield none(_guarded_sql(tuple(sets)), n, at, *sets.values(), run_id, token)):
-        raise LeaseLostError(run_id, token)
-    row = yield one(_AFTER_UPDATE, run_id)
-    last_seq = int(row[0])
-    kept = None
-    if checkpoint is not None:
-        state_json, next_step, pending = checkpoint
-        seq = last_seq - n + 1 + checkpoint_index(events)
-        kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", row[1]))
-    yield from append_events(d, run_id, last_seq, events, at, kept)
-    yield from _webhook(d, run_id, sets, row[2])
+    else:
+        fence = () if token is None else (token,)
+        updated = yield none(_update_sql(tuple(sets), token is not None), n, at, *sets.values(), run_id, *fence)
+        found = (yield one(_AFTER_UPDATE, run_id)) if updated else None
+        if found is not None:
+            kept = None
+            if checkpoint is not None:
+                state_json, next_step, pending = checkpoint
+                seq = found[0] - n + 1 + checkpoint_index(events)
+                kept = (seq, (state_json, next_step, dumps(pending) if pending else "[]", found[2]))
+            yield from append_events(d, run_id, found[0], events, at, kept)
+    if found is None:
+        raise NotFoundError(f"no run {run_id}") if token is None else LeaseLostError(run_id, token)
+    yield from _webhook(d, run_id, sets, found[1])
     yield from changed(d, [run_id])
-    return last_seq
+    return int(found[0])
 
 
 def _webhook(d: Dialect, run_id: str, sets: RunChange, url: str | None) -> Op[None]:
@@ -156,21 +155,21 @@ def _webhook(d: Dialect, run_id: str, sets: RunChange, url: str | None) -> Op[No
         yield from enqueue(d, run_id, status, url)
 
 
+_FENCE = " AND lease_token = ? AND status = 'running'"
+
+
 @lru_cache(maxsize=256)
-def _guarded_sql(columns: tuple[str, ...]) -> str:
-    """The UPDATE of ``guarded_update`` setting ``columns`` (checked once per set of columns: a run's
+def _update_sql(columns: tuple[str, ...], fenced: bool) -> str:
+    """SQLite's UPDATE of ``update_run`` setting ``columns`` (checked once per set of columns: a run's
     steps make a handful of different changes, over and over)."""
     check_change(dict.fromkeys(columns))
     cols = "".join(f", {col} = ?" for col in columns)
-    return (
-        f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} "
-        "WHERE id = ? AND lease_token = ? AND status = 'running'"
-    )
+    return f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ?{_FENCE if fenced else ''}"
 
 
 def _one_statement(
     run_id: str, token: int | None, sets: RunChange, events: Sequence[EventSpec], cp: Checkpoint | None, at: float
-) -> Op[tuple[int, str | None] | None]:
+) -> Op[Row | None]:
     """ONE statement: update the run row (fenced by ``token`` unless None), append the events numbered
     after its ``last_seq``, take the checkpoint. The run's ``last_seq`` and ``notify_url``; None when no
     row matched."""
@@ -182,15 +181,15 @@ def _one_statement(
     if cp is not None:
         state_json, next_step, pending = cp
         args += [run_id, n, checkpoint_index(events) + 1, state_json, next_step, dumps(pending), at]
-    found = yield one(_one_statement_sql(tuple(sets), token is not None, cp is not None), *args)
-    return None if found is None else (int(found[0]), found[1])
+    found: Row | None = yield one(_one_statement_sql(tuple(sets), token is not None, cp is not None), *args)
+    return found
 
 
 @lru_cache(maxsize=256)
 def _one_statement_sql(columns: tuple[str, ...], fenced: bool, checkpoint: bool) -> str:
     check_change(dict.fromkeys(columns))
     cols = "".join(f", {col} = ?" for col in columns)
-    fence = " AND lease_token = ? AND status = 'running'" if fenced else ""
+    fence = _FENCE if fenced else ""
     take = (
         ", c AS (INSERT INTO run_checkpoints (run_id, seq, state, next_step, pending, session_id, created_at) "
         "SELECT ?, u.last_seq - ?::int + ?::int, ?::text, ?::text, ?::text, u.ses, ?::double precision FROM u)"
@@ -205,29 +204,6 @@ def _one_statement_sql(columns: tuple[str, ...], fenced: bool, checkpoint: bool)
         f"WITH ORDINALITY AS e(t, d, ord)){take} "
         "SELECT last_seq, notify_url FROM u"
     )
-
-
-#: What SQLite's ``plain_update`` reads back of the row it updated.
-_RETURNING_PLAIN = "RETURNING last_seq, notify_url"
-
-
-def plain_update(d: Dialect, run_id: str, sets: RunChange, events: Sequence[EventSpec]) -> Op[int]:
-    """Update a run nobody holds (service-side changes: cancel, decisions, reconciliation)."""
-    check_change(sets)
-    at = now()
-    if d.arrays:
-        found = yield from _one_statement(run_id, None, sets, events, None, at)
-    else:
-        cols = "".join(f", {col} = ?" for col in sets)
-        sql = f"UPDATE runs SET last_seq = last_seq + ?, updated_at = ?{cols} WHERE id = ? {_RETURNING_PLAIN}"
-        found = yield one(sql, len(events), at, *sets.values(), run_id)
-        if found is not None:
-            yield from append_events(d, run_id, int(found[0]), events, at)
-    if found is None:
-        raise NotFoundError(f"no run {run_id}")
-    yield from _webhook(d, run_id, sets, found[1])
-    yield from changed(d, [run_id])
-    return int(found[0])
 
 
 def lock_held(d: Dialect, run_id: str, token: int) -> Op[None]:
@@ -357,4 +333,4 @@ def end_unheld(d: Dialect, run_id: str, status: str, reason: str | None, sets: d
     ordered = sorted(expired, key=lambda r: (r["created_at"], r["id"]))
     events: list[EventSpec] = [("interrupt.expired", {"interrupt_id": r["id"]}) for r in ordered]
     events.append(("run.state.changed", {"status": status, "reason": reason}))
-    yield from plain_update(d, run_id, {"status": status, **sets}, events)
+    yield from update_run(d, run_id, None, {"status": status, **sets}, events)

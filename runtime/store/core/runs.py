@@ -53,13 +53,12 @@ from runtime.store.core.run_rows import (
     RELEASED,
     changed,
     end_unheld,
-    guarded_update,
     has_reapable,
     insert_queued_below,
     insert_run,
     lock_held,
-    plain_update,
     run_row,
+    update_run,
 )
 from runtime.store.core.sessions import insert_one
 from runtime.store.core.statements import (
@@ -143,7 +142,7 @@ def cancel(d: Dialect, scope: Scope, run_id: str, reason: str | None) -> Op[None
         return
     if row["status"] == "running":
         asked: list[EventSpec] = [("run.cancel_requested", {"reason": reason})]
-        yield from plain_update(d, run_id, {"cancel_requested": 1, "cancel_reason": reason}, asked)
+        yield from update_run(d, run_id, None, {"cancel_requested": 1, "cancel_reason": reason}, asked)
         yield from changed(d, [run_id], CANCEL_CHANNEL)  # its worker, wherever it is
         return
     sets = {"error": f"cancelled: {reason or 'by request'}", "cancel_requested": 1}
@@ -152,7 +151,7 @@ def cancel(d: Dialect, scope: Scope, run_id: str, reason: str | None) -> Op[None
 
 def note(d: Dialect, scope: Scope, run_id: str, noted: Sequence[EventSpec]) -> Op[None]:
     yield from run_row(d, scope, run_id)  # another scope's run is not found
-    yield from plain_update(d, run_id, {}, noted)
+    yield from update_run(d, run_id, None, {}, noted)
 
 
 def renew(d: Dialect, leases: Sequence[tuple[str, int]], lease_s: float) -> Op[dict[str, str]]:
@@ -209,7 +208,7 @@ def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[list[Row]]:
     ``c.then_claim`` (the rows claimed)."""
     at = now()
     for step in c.held:
-        yield from guarded_update(d, c.run_id, c.token, step.change, step.events, step.checkpoint, at)
+        yield from update_run(d, c.run_id, c.token, step.change, step.events, step.checkpoint, at)
     todo = list(c.events)
     if c.settle:
         yield from lock_held(d, c.run_id, c.token)  # the run first, then its effects
@@ -219,7 +218,7 @@ def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[list[Row]]:
     if c.output_session is not None:
         made = yield from insert_one(d, (scope.tenant, scope.project), c.output_session)
         row = {**row, "output_session_id": made.id}
-    yield from guarded_update(d, c.run_id, c.token, row, todo, c.checkpoint, at)
+    yield from update_run(d, c.run_id, c.token, row, todo, c.checkpoint, at)
     return [] if c.then_claim is None else (yield from _claim_within(d, c.then_claim))
 
 
@@ -243,7 +242,7 @@ def run_ids(d: Dialect, scope: Scope, prefix: str, limit: int) -> Op[list[str]]:
 
 def record_effect(d: Dialect, scope: Scope, run_id: str, token: int, record: EffectRecord) -> Op[Effect]:
     event = (f"effect.{record.status}", {"effect_id": record.id, "key": record.key})
-    yield from guarded_update(d, run_id, token, {}, [event])
+    yield from update_run(d, run_id, token, {}, [event])
     at = now()
     found = yield one(
         "INSERT INTO run_effects (id, run_id, tenant, project, step, visit, key, effect_class, status, "
@@ -265,7 +264,7 @@ def park(d: Dialect, scope: Scope, run_id: str, token: int, interrupt: NewInterr
         ("run.state.changed", {"status": "waiting", "interrupt_id": i.id}),
     ]
     sets = {"status": "waiting", "lease_owner": None, "lease_expires": None}
-    yield from guarded_update(d, run_id, token, sets, parked, (state_json, i.step, [i.id]))
+    yield from update_run(d, run_id, token, sets, parked, (state_json, i.step, [i.id]))
     yield none(
         "INSERT INTO run_interrupts (id, run_id, tenant, project, step, visit, ordinal, kind, prompt, schema, "
         "status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",

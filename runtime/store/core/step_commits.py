@@ -1,7 +1,7 @@
 """Many runs' step commits as ONE statement (where lists bind as arrays: PostgreSQL's group commit).
 
 A run's commit (``runs.commit``) is, for each held step and then the step itself, one fenced update of
-the run's row with its events and checkpoint (``run_rows.guarded_update``): one statement and so one
+the run's row with its events and checkpoint (``run_rows.update_run``): one statement and so one
 round trip each. Under load, when the database takes many runs' commits into one transaction, those
 round trips set the pace (each waits for the server, and for this process, to be scheduled again).
 ``commit_steps`` makes them one statement for every commit of a batch that changes the same columns:

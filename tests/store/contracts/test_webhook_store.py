@@ -43,7 +43,7 @@ async def ended(backend: StoreBackend, run_id: str, token: int, status: str = "s
     """The worker's fenced commit of a run's end (the update every commit of a step goes through)."""
     assert isinstance(backend, CoreBackend)
     change = {**RELEASE, "status": status, "result": '{"ok": true}'}
-    await backend.ex.write(run_rows.guarded_update, run_id, token, change, [("run.state.changed", {"status": status})])
+    await backend.ex.write(run_rows.update_run, run_id, token, change, [("run.state.changed", {"status": status})])
 
 
 async def due(backend: StoreBackend, owner: str = "s1", at: float | None = None) -> list[Delivery]:
@@ -163,7 +163,7 @@ async def test_a_body_is_bounded_a_large_result_is_left_out(backend: StoreBacken
     run_id = await started(store, notify_url=URL)
     (claim,) = await store.claim("w", 30.0, 1, ["wf"])
     change = {**RELEASE, "status": "succeeded", "result": json.dumps({"text": "x" * 100_000})}
-    await backend.ex.write(run_rows.guarded_update, run_id, claim.token, change, [("run.state.changed", {})])
+    await backend.ex.write(run_rows.update_run, run_id, claim.token, change, [("run.state.changed", {})])
     (delivery,) = await due(backend)
     assert len(delivery.body.encode()) <= MAX_BODY
     data = json.loads(delivery.body)["data"]
