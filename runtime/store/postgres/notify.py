@@ -99,11 +99,10 @@ def _literal(text: str) -> str:
 
 
 class Subscription:
-    """Notifications of one channel, for one waiter. Use as an async iterator or with ``wait``."""
+    """Notifications of one channel, for one waiter, taken with ``wait``."""
 
-    def __init__(self, notifier: Notifier, channel: str) -> None:
+    def __init__(self, channel: str) -> None:
         self.channel = channel
-        self._notifier = notifier
         self._queue: collections.deque[Notification] = collections.deque()
         self._arrived = anyio.Event()
 
@@ -125,19 +124,6 @@ class Subscription:
         self._arrived = anyio.Event()
         return out
 
-    def __aiter__(self) -> Subscription:
-        return self
-
-    async def __anext__(self) -> Notification:
-        while not self._queue:
-            await self._arrived.wait()
-            if not self._queue:
-                self._arrived = anyio.Event()
-        note = self._queue.popleft()
-        if not self._queue:
-            self._arrived = anyio.Event()
-        return note
-
 
 class Notifier:
     """One listening connection per process, reconnecting, fanning notifications out to subscribers.
@@ -150,7 +136,6 @@ class Notifier:
         self.where = safe_location(dsn)
         self.heartbeat = heartbeat
         self.connect_timeout = connect_timeout
-        self.connections = 0  # how many times it has connected (a test's and a metric's view)
         self._subs: dict[str, set[Subscription]] = collections.defaultdict(set)
         self._conn: asyncpg.Connection | None = None
         self._lock = anyio.Lock()  # one operation at a time on the listening connection
@@ -158,17 +143,14 @@ class Notifier:
         self._scope: anyio.CancelScope | None = None
 
     @property
-    def connected(self) -> bool:
-        return self._conn is not None
-
-    @property
     def server_pid(self) -> int | None:
+        """The listening connection's backend (None while not connected)."""
         return None if self._conn is None else int(self._conn.get_server_pid())
 
     @contextlib.asynccontextmanager
     async def subscribe(self, channel: str) -> AsyncIterator[Subscription]:
         """Notifications on ``channel`` from now on (LISTEN is in place when this returns, if connected)."""
-        sub = Subscription(self, channel)
+        sub = Subscription(channel)
         first = not self._subs[channel]
         self._subs[channel].add(sub)
         try:
@@ -221,7 +203,6 @@ class Notifier:
         except BaseException:
             conn.terminate()
             raise
-        self.connections += 1
         for channel, subs in list(self._subs.items()):  # anything sent while we were away is lost: say so
             for sub in list(subs):
                 sub._push(Notification(channel, None))

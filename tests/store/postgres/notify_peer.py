@@ -13,7 +13,8 @@ import sys
 import anyio
 import asyncpg
 
-from runtime.store.postgres import Notifier, PostgresDatabase, notify
+from runtime.store.postgres import PostgresDatabase
+from runtime.store.postgres.notify import Notifier, notify
 
 
 async def main(url: str) -> None:
@@ -23,20 +24,18 @@ async def main(url: str) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(notifier.run)
         async with notifier.subscribe("ping") as pings:
-            if not notifier.connected:  # its first attempt failed: it LISTENs once it connects, and says so
-                await pings.__anext__()
+            if notifier.server_pid is None:  # its first attempt failed: it LISTENs once it connects, and says so
+                await pings.wait()
             print("ready", flush=True)
-            async for note in pings:
-                if note.payload is None:
-                    continue  # a (re)connect marker: nothing to answer
-                payload = note.payload
+            payloads: list[str] = []
+            while not payloads:  # a (re)connect marker (payload None) is nothing to answer
+                payloads = [note.payload for note in await pings.wait() if note.payload is not None]
 
-                async def answer(conn: asyncpg.Connection, payload: str = payload) -> None:
-                    await conn.execute("INSERT INTO answered (payload) VALUES ($1)", payload)
-                    await notify(conn, "pong", payload)
+            async def answer(conn: asyncpg.Connection) -> None:
+                await conn.execute("INSERT INTO answered (payload) VALUES ($1)", payloads[0])
+                await notify(conn, "pong", payloads[0])
 
-                await db.write(answer)
-                break
+            await db.write(answer)
         notifier.close()
     await db.close()
 

@@ -8,7 +8,8 @@ import asyncpg
 import pytest
 
 from runtime.errors import StoreError
-from runtime.store.postgres import AmbiguousCommitError, PostgresDatabase
+from runtime.store.postgres import PostgresDatabase
+from runtime.store.postgres.faults import AmbiguousCommitError
 from tests.store.postgres.proxy import Proxy
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,8 @@ import asyncpg
 import pytest
 
 from runtime.errors import StoreError
-from runtime.store.postgres import Notification, Notifier, PostgresDatabase, notify
+from runtime.store.postgres import PostgresDatabase
+from runtime.store.postgres.notify import Notification, Notifier, Subscription, notify
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parents[3]
@@ -23,7 +24,7 @@ async def notifier(pg_url: str) -> AsyncIterator[Notifier]:
     n = Notifier(pg_url)
     async with anyio.create_task_group() as tg:
         await tg.start(n.run)
-        assert n.connected, "the notifier's first connection attempt failed"
+        assert n.server_pid is not None, "the notifier's first connection attempt failed"
         yield n
         n.close()
 
@@ -37,12 +38,13 @@ def _send(channel: str, payload: str, *, fail: bool = False):  # type: ignore[no
     return fn
 
 
-async def _next_payload(sub: object) -> str | None:
+async def _payloads(sub: Subscription, n: int = 1) -> list[str]:
+    """The payloads arrived on ``sub`` once there are ``n`` (reconnect markers, payload None, left out)."""
+    got: list[str] = []
     with anyio.fail_after(20):  # a safety net: delivery takes milliseconds
-        async for note in sub:  # type: ignore[attr-defined]
-            if note.payload is not None:
-                return str(note.payload)
-    return None
+        while len(got) < n:
+            got += [note.payload for note in await sub.wait() if note.payload is not None]
+    return got
 
 
 async def test_a_committed_notification_reaches_a_subscriber_and_a_rolled_back_one_does_not(
@@ -52,7 +54,7 @@ async def test_a_committed_notification_reaches_a_subscriber_and_a_rolled_back_o
         with pytest.raises(ValueError):
             await db.write(_send("runs", "never", fail=True))
         await db.write(_send("runs", "run_1"))
-        assert await _next_payload(sub) == "run_1"  # "never" would have come first: same channel, commit order
+        assert await _payloads(sub) == ["run_1"]  # "never" would have come first: same channel, commit order
 
 
 async def test_in_a_batch_only_the_failing_writes_notification_is_dropped(pg_url: str, notifier: Notifier) -> None:
@@ -84,12 +86,7 @@ async def test_in_a_batch_only_the_failing_writes_notification_is_dropped(pg_url
                 while len(db._pending) < 5:
                     await anyio.lowlevel.checkpoint()
                 release.set()
-            got: set[str] = set()
-            while len(got) < 4:
-                payload = await _next_payload(sub)
-                assert payload is not None
-                got.add(payload)
-            assert got == {"p0", "p1", "p3", "p4"}
+            assert sorted(await _payloads(sub, 4)) == ["p0", "p1", "p3", "p4"]
             assert sorted(results) == ["failed p2", "p0", "p1", "p3", "p4"]
             assert db.stats["batches"] == 2
     finally:
@@ -118,7 +115,7 @@ async def test_notifications_cross_processes_both_ways(db: PostgresDatabase, pg_
                     line += await proc.stdout.receive(1)
             assert line == b"ready\n"
             await db.write(_send("ping", "hello from the parent"))
-            assert await _next_payload(pongs) == "hello from the parent"
+            assert await _payloads(pongs) == ["hello from the parent"]
             with anyio.fail_after(60):
                 assert await proc.wait() == 0
 
@@ -145,11 +142,11 @@ async def test_the_listener_reconnects_after_its_backend_is_terminated(
         finally:
             await admin.close()
         with anyio.fail_after(20):
-            note = await sub.__anext__()
-        assert note == Notification("wake", None)  # reconnected: whatever was sent meanwhile may be lost
+            notes = await sub.wait()
+        assert notes[0] == Notification("wake", None)  # reconnected: whatever was sent meanwhile may be lost
         assert notifier.server_pid not in (None, pid)
         await db.write(_send("wake", "after"))
-        assert await _next_payload(sub) == "after"
+        assert await _payloads(sub) == ["after"]
 
 
 async def test_an_oversized_payload_is_refused_clearly(db: PostgresDatabase) -> None:
@@ -164,6 +161,6 @@ async def test_payloads_sent_with_the_commit_arrive_as_written(db: PostgresDatab
     async with notifier.subscribe("odd") as sub:
         for payload in odd:
             await db.write(_send("odd", payload))
-        assert [await _next_payload(sub) for _ in odd] == odd
+        assert await _payloads(sub, len(odd)) == odd
     with pytest.raises(StoreError, match="NUL"):
         await db.write(_send("odd", "a\0b"))

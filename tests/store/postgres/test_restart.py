@@ -30,8 +30,9 @@ import pytest
 from runtime import Runtime, StepContext, Workflow, step
 from runtime.errors import StoreError
 from runtime.store import parse_store_url
-from runtime.store.postgres import Notification, Notifier, PostgresDatabase, notify
+from runtime.store.postgres import PostgresDatabase
 from runtime.store.postgres import backend as postgres
+from runtime.store.postgres.notify import Notification, Notifier, notify
 from tests.needs import unavailable
 from tests.ports import quiet_ports
 from tests.store.postgres.outage_flow import Paying, hearing
@@ -126,7 +127,7 @@ async def test_a_restart_under_a_write_in_flight_and_a_listener_loses_and_double
                 with anyio.fail_after(60):
                     # The listener reconnects and says so (what was sent while it was away is lost: a
                     # waiter looks at the state again). Only then can it hear the write's notification.
-                    assert await sub.__anext__() == Notification("t", None)
+                    assert (await sub.wait())[0] == Notification("t", None)
                 release.set()
                 with anyio.fail_after(60):
                     notes: list[Notification] = []
