@@ -252,7 +252,7 @@ async def test_reads_and_writes_after_close_fail_clearly(home: Path) -> None:
     with pytest.raises(StoreError, match="the database is closed"):
         await db.write(lambda c: c.execute("SELECT 1").fetchone())
     with pytest.raises(StoreError, match="the database is closed"):
-        await db.lookup(lambda c: c.execute("SELECT 1").fetchone(), small=lambda c: True)
+        await db.lookup(lambda c: c.execute("SELECT 1").fetchone())
 
 
 async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_file_is_locked(rt: Runtime) -> None:
@@ -268,16 +268,12 @@ async def test_a_lookup_runs_on_the_event_loop_and_moves_to_a_reader_when_the_fi
             raise busy
         return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
-    assert await sqlite_database(rt.store).lookup(read, small=lambda c: True) == 0
+    assert await sqlite_database(rt.store).lookup(read) == 0
     assert threads[0] == threading.main_thread().name and threads[1].startswith("rath-sqlite-reader")
     with pytest.raises(sqlite3.OperationalError, match="no such table"):  # other errors are the caller's
-        await sqlite_database(rt.store).lookup(
-            lambda c: c.execute("SELECT * FROM no_such_table").fetchall(), small=lambda c: True
-        )
+        await sqlite_database(rt.store).lookup(lambda c: c.execute("SELECT * FROM no_such_table").fetchall())
     s = await rt.sessions.create([user("x")])
-    count = await sqlite_database(rt.store).lookup(
-        lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0], small=lambda c: True
-    )
+    count = await sqlite_database(rt.store).lookup(lambda c: c.execute("SELECT count(*) FROM sessions").fetchone()[0])
     assert count == 1
     assert (await rt.sessions.window(s.id, 0, 10))[1][0].content == "x"
 
@@ -288,10 +284,10 @@ async def test_a_small_page_is_read_in_place_and_a_large_one_or_a_whole_session_
     real_lookup, real_read = sqlite_database(rt.store).lookup, sqlite_database(rt.store).read
     mine = asyncio.current_task()  # the runtime's own tasks (indexer, ticker, worker) read the store too
 
-    async def lookup(fn: Any, *, small: Any) -> Any:
+    async def lookup(fn: Any) -> Any:
         if asyncio.current_task() is mine:
             threads.append("lookup")
-        return await real_lookup(fn, small=small)
+        return await real_lookup(fn)
 
     async def read(fn: Any) -> Any:
         if asyncio.current_task() is mine:

@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -272,17 +272,16 @@ class SQLiteDatabase:
         with self._translated():
             return await readers.run(partial(_in_snapshot, fn))
 
-    async def lookup(self, fn: Callable[[sqlite3.Connection], T], *, small: Callable[[sqlite3.Connection], bool]) -> T:
+    async def lookup(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run a small point read ``fn(conn)`` right here, on the event loop's thread, as one snapshot.
 
-        For reads of a few rows by key (a session's fields and one page of its chunks). Handing such
-        a read to a reader thread costs more than the read: in a server woken by a request, the two
-        thread wake-ups of a hop measured about 250 microseconds, the read 100 to 300; and under
-        the GIL the Python half of a read (rows into models) would not run beside the loop anyway.
-        ``small(conn)`` is asked first, in the same snapshot, whether the rows are small enough, from
-        something cheap that reads none of them (for a session page: the session row's character
-        count and a bounded walk of its segments). When they are not, or the file is locked (another
-        process recovering the WAL), the read goes to a reader thread rather than hold up the loop.
+        For reads of a few rows by key (a session's fields and one page of its chunks, a token). Handing
+        such a read to a reader thread costs more than the read: in a server woken by a request, the two
+        thread wake-ups of a hop measured about 250 microseconds, the read 100 to 300; and under the GIL
+        the Python half of a read (rows into models) would not run beside the loop anyway. The caller
+        keeps large reads off the loop (a session page is checked small from its row first: ``snapshot``
+        in ``runtime.store.core.sessions``). When the file is locked (another process recovering the
+        WAL), the read goes to a reader thread rather than hold up the loop.
         """
         conn = self._here
         if conn is None:
@@ -290,9 +289,7 @@ class SQLiteDatabase:
         await anyio.lowlevel.checkpoint_if_cancelled()
         with self._translated():
             try:
-                done, value = _in_snapshot(lambda c: (True, fn(c)) if small(c) else (False, None), conn)
-                if done:
-                    return cast(T, value)
+                return _in_snapshot(fn, conn)
             except sqlite3.Error as exc:
                 if health.error_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                     raise

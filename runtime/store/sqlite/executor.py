@@ -70,11 +70,7 @@ class SQLiteExecutor:
         return await self.db.write(lambda conn: drive(conn, make(SQLITE, *args, **kwargs)), small=small)
 
     async def lookup(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
-        return await self.db.lookup(lambda conn: drive(conn, make(SQLITE, *args, **kwargs)), small=_always)
+        return await self.db.lookup(lambda conn: drive(conn, make(SQLITE, *args, **kwargs)))
 
     def refusal(self) -> BaseException | None:
         return self.db.refusal()
-
-
-def _always(_conn: sqlite3.Connection) -> bool:
-    return True
