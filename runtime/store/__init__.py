@@ -22,7 +22,7 @@ from typing import Any
 
 from runtime.errors import InvalidInputError
 from runtime.extras import require_extra
-from runtime.store.url import BACKENDS, DB_FILE, FORMS, StoreURL, default_url, parse_store_url, redact, resolve_store
+from runtime.store.url import BACKENDS, DB_FILE, StoreURL, default_url, parse_store_url, redact, resolve_store
 
 #: scheme -> (its driver's module, the extra that installs it), for the backends an extra brings.
 DRIVERS: dict[str, tuple[str, str]] = {"postgresql": ("asyncpg", "postgres")}
@@ -58,9 +58,6 @@ async def apply_migrations(url: StoreURL) -> list[str]:
 
 __all__ = [
     "BACKENDS",
-    "DB_FILE",
-    "DRIVERS",
-    "FORMS",
     "StoreURL",
     "apply_migrations",
     "backend_module",

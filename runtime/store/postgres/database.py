@@ -3,10 +3,10 @@
 ``write(fn)`` and ``read(fn)`` run a whole unit of work, ``await fn(conn)``, in one transaction on
 one pooled connection. Writes are *group committed*, as on SQLite: up to ``write_lanes`` write
 transactions run at once, each on its own connection; while every lane is busy, new writes queue,
-and the next lane to free takes all of them (up to ``max_batch``) into ONE transaction, each under
+and the next lane to free takes all of them (up to ``MAX_BATCH``) into ONE transaction, each under
 its own SAVEPOINT (so one failing write rolls back alone), committed with one COMMIT. At low load a
 write is BEGIN, its statements, COMMIT; under load many writes share the BEGIN/COMMIT round trips
-and the WAL flush. ``max_batch`` stays below 64 because PostgreSQL caches 64 subtransaction ids
+and the WAL flush. ``MAX_BATCH`` stays below 64 because PostgreSQL caches 64 subtransaction ids
 per backend: past that, every other session's snapshots get slower ("suboverflow").
 
 Round trips, not the server's work, set the pace under load: each one waits for the server and then
@@ -44,6 +44,7 @@ import asyncpg
 
 from runtime.errors import StoreError
 from runtime.store.postgres.faults import (
+    CONNECT_TIMEOUT_S,
     AmbiguousCommitError,
     is_connection_lost,
     is_future_xid,
@@ -57,6 +58,7 @@ T = TypeVar("T")
 
 _ATTEMPTS = 3  # a batch lost before its commit is re-run at most this many times in all
 _LOCK_ROUNDS = 5  # a write that lost a deadlock is run again after its batch, at most this many times in all
+MAX_BATCH = 50  # writes in one transaction at most (below the 64 subtransactions PostgreSQL caches)
 log = logging.getLogger(__name__)
 
 
@@ -76,22 +78,14 @@ class PostgresDatabase:
         self,
         dsn: str,
         *,
-        min_size: int = 1,
         max_size: int = 8,
         write_lanes: int | None = None,
-        max_batch: int = 50,
-        connect_timeout: float = 5.0,
         resolve_window: float = 10.0,
     ) -> None:
-        if not 1 <= max_batch <= 60:
-            raise ValueError("max_batch must be from 1 to 60 (PostgreSQL caches 64 subtransactions)")
         self.dsn = dsn
         self.where = safe_location(dsn)
-        self.min_size = min_size
         self.max_size = max_size
         self.write_lanes = write_lanes or max(1, max_size // 2)
-        self.max_batch = max_batch
-        self.connect_timeout = connect_timeout
         self.resolve_window = resolve_window
         self._pool: asyncpg.Pool | None = None
         self._closing = False  # no new work; batches already running finish (and resolve) on the pool
@@ -109,9 +103,9 @@ class PostgresDatabase:
         try:
             self._pool = await asyncpg.create_pool(
                 self.dsn,
-                min_size=self.min_size,
+                min_size=1,
                 max_size=self.max_size,
-                timeout=self.connect_timeout,
+                timeout=CONNECT_TIMEOUT_S,
                 server_settings={"application_name": "rath-mcp"},
                 reset=_reset,
             )
@@ -181,7 +175,7 @@ class PostgresDatabase:
         return item.result  # type: ignore[no-any-return]
 
     async def _lead(self) -> None:
-        items, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+        items, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
         for item in items:
             item.taken = True
         if self._busy == 0:

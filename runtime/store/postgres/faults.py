@@ -21,6 +21,8 @@ from runtime.errors import CommitUnknownError, StoreUnavailableError
 # 57 operator intervention (admin/crash shutdown, cannot connect now), 53300 too many connections.
 _LOST_CLASSES = ("08", "57")
 _LOST_STATES = ("53300",)
+#: How long a connection may take to be made before the server counts as not there.
+CONNECT_TIMEOUT_S = 5.0
 
 
 class AmbiguousCommitError(CommitUnknownError):

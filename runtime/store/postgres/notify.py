@@ -39,9 +39,10 @@ import anyio.abc
 import asyncpg
 
 from runtime.errors import StoreError
-from runtime.store.postgres.faults import is_connection_lost, safe_location
+from runtime.store.postgres.faults import CONNECT_TIMEOUT_S, is_connection_lost, safe_location
 
 MAX_PAYLOAD = 7999  # PostgreSQL refuses a payload of 8000 bytes or more
+HEARTBEAT_S = 5.0  # a listening connection idle this long is asked whether it is still there
 _BACKLOG = 1000  # notifications a slow subscriber may have unread before they collapse into one resync
 
 
@@ -131,11 +132,9 @@ class Notifier:
     Run it in the owner's task group (``await tg.start(notifier.run)``); ``close()`` ends it.
     """
 
-    def __init__(self, dsn: str, *, heartbeat: float = 5.0, connect_timeout: float = 5.0) -> None:
+    def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self.where = safe_location(dsn)
-        self.heartbeat = heartbeat
-        self.connect_timeout = connect_timeout
         self._subs: dict[str, set[Subscription]] = collections.defaultdict(set)
         self._conn: asyncpg.Connection | None = None
         self._lock = anyio.Lock()  # one operation at a time on the listening connection
@@ -191,7 +190,7 @@ class Notifier:
 
     async def _connect(self) -> None:
         conn = await asyncpg.connect(
-            self.dsn, timeout=self.connect_timeout, server_settings={"application_name": "rath-mcp-listener"}
+            self.dsn, timeout=CONNECT_TIMEOUT_S, server_settings={"application_name": "rath-mcp-listener"}
         )
         self._lost = anyio.Event()
         conn.add_termination_listener(lambda _c: self._lost.set())
@@ -212,12 +211,12 @@ class Notifier:
         assert conn is not None
         try:
             while not self._lost.is_set():
-                with anyio.move_on_after(self.heartbeat):
+                with anyio.move_on_after(HEARTBEAT_S):
                     await self._lost.wait()
                 if self._lost.is_set():
                     break
                 async with self._lock:  # a heartbeat: a connection dropped silently shows up here
-                    with anyio.fail_after(self.heartbeat):
+                    with anyio.fail_after(HEARTBEAT_S):
                         await conn.execute("SELECT 1")
         except Exception as exc:
             if not (is_connection_lost(exc) or isinstance(exc, TimeoutError)):
