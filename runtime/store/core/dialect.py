@@ -67,6 +67,18 @@ class Dialect:
         """``values`` as the one parameter ``each()`` reads."""
         return list(values) if self.arrays else json.dumps(list(values))
 
+    def table(
+        self, alias: str, columns: dict[str, str], values: Sequence[Sequence[Any]]
+    ) -> tuple[str, tuple[Any, ...]]:
+        """``values``, rows of ``columns`` (name -> PostgreSQL type), as a table ``alias`` for a FROM clause, and
+        its parameters: an array per column where lists bind, else the rows as one JSON list."""
+        names = ", ".join(columns)
+        if self.arrays:
+            arrays = ", ".join(f"?::{kind}[]" for kind in columns.values())
+            return f"unnest({arrays}) AS {alias}({names})", tuple(list(column) for column in zip(*values, strict=True))
+        picks = ", ".join(f"json_extract(value, '$[{i}]') AS {name}" for i, name in enumerate(columns))
+        return f"(SELECT {picks} FROM json_each(?)) AS {alias}", (json.dumps([list(v) for v in values]),)
+
     def array_of(self, select: str, column: str) -> str:
         """An expression: ``select``'s one ``column``, its rows in order, as a list (read back with ``unlist``)."""
         return f"ARRAY({select})" if self.arrays else f"(SELECT json_group_array({column}) FROM ({select}))"

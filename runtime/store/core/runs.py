@@ -67,7 +67,6 @@ from runtime.store.core.statements import (
     Op,
     Row,
     Scoped,
-    many,
     none,
     one,
     rows,
@@ -162,20 +161,12 @@ def renew(d: Dialect, leases: Sequence[tuple[str, int]], lease_s: float) -> Op[d
     an outage while the same worker hands the run back) must not take it up again for ``lease_s``."""
     if not leases:
         return {}
-    expires = now() + lease_s
-    found: list[Row] = []
-    if d.arrays:  # one statement for them all
-        found = yield rows(
-            f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} AND {_NOT_GIVEN_UP} "
-            "RETURNING runs.id, runs.cancel_requested, runs.cancel_reason",
-            expires, *_lease_arrays(leases), RELEASED,
-        )  # fmt: skip
-    else:
-        for run_id, token in leases:
-            found += yield rows(
-                f"{_EXTEND} AND {_NOT_GIVEN_UP} RETURNING id, cancel_requested, cancel_reason",
-                expires, run_id, token, RELEASED,
-            )  # fmt: skip
+    held, args = d.table("l", _LEASE, leases)
+    found = yield rows(
+        f"UPDATE runs SET lease_expires = ? FROM {held} WHERE {_HELD} AND runs.lease_expires <> ? "
+        "RETURNING runs.id, runs.cancel_requested, runs.cancel_reason",
+        now() + lease_s, *args, RELEASED,  # a lease given up is not renewed
+    )  # fmt: skip
     return {r["id"]: (r["cancel_reason"] or "cancelled") if r["cancel_requested"] else "" for r in found}
 
 
@@ -183,24 +174,16 @@ def release(d: Dialect, leases: Sequence[tuple[str, int]]) -> Op[None]:
     """Give up held leases (worker shutdown) so that any worker can recover their runs at once."""
     if not leases:
         return
-    if d.arrays:
-        found = yield rows(
-            f"UPDATE runs SET lease_expires = ?{_LEASES} WHERE {_HELD_LEASES} RETURNING runs.id",
-            RELEASED, *_lease_arrays(leases),
-        )  # fmt: skip
-        yield from changed(d, [r["id"] for r in found])
-    else:
-        yield many(_EXTEND, [(RELEASED, run_id, token) for run_id, token in leases])
+    held, args = d.table("l", _LEASE, leases)
+    found = yield rows(
+        f"UPDATE runs SET lease_expires = ? FROM {held} WHERE {_HELD} RETURNING runs.id", RELEASED, *args
+    )
+    yield from changed(d, [r["id"] for r in found])
 
 
-_EXTEND = "UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_token = ? AND status = 'running'"
-_LEASES = " FROM unnest(?::text[], ?::bigint[]) AS l(id, token)"
-_HELD_LEASES = "runs.id = l.id AND runs.lease_token = l.token AND runs.status = 'running'"
-_NOT_GIVEN_UP = "runs.lease_expires <> ?"  # RELEASED: a lease given up is not renewed
-
-
-def _lease_arrays(leases: Sequence[tuple[str, int]]) -> tuple[list[str], list[int]]:
-    return [run_id for run_id, _ in leases], [token for _, token in leases]
+#: Leases as a table ``l`` (``Dialect.table``), and the runs holding them.
+_LEASE = {"id": "text", "token": "bigint"}
+_HELD = "runs.id = l.id AND runs.lease_token = l.token AND runs.status = 'running'"
 
 
 def commit(d: Dialect, scope: Scope, c: StepCommit) -> Op[list[Row]]:
