@@ -4,9 +4,11 @@ Everything is configured by the standard ``OTEL_*`` variables, read by the SDK i
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` gets ``/v1/traces`` appended, ``…_TRACES_ENDPOINT`` is used as
 given), headers, timeout and compression, ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME`` (here
 ``rath-mcp`` unless set), the sampler (``OTEL_TRACES_SAMPLER``) and the batch settings
-(``OTEL_BSP_*``). Spans are handed to a ``BatchSpanProcessor``: ending one only appends it to a
-queue, and a background thread exports; a collector that is down or slow costs requests nothing
-(the queue drops spans past ``OTEL_BSP_MAX_QUEUE_SIZE``).
+(``OTEL_BSP_*``). Ending a span only appends its record to a bounded queue (``span_export.Outbox``,
+dropping spans past ``OTEL_BSP_MAX_QUEUE_SIZE``); a thread writes them in batches to the export
+process (``export_process.py``), where the SDK's ``BatchSpanProcessor`` and the OTLP exporter run, off
+this process's interpreter lock. A collector that is down or slow costs requests nothing. Given an
+exporter object instead (the tests' in-memory one), the same pipeline runs in this process.
 
 No global is set (OpenTelemetry's global tracer provider stays untouched): the one ``OtelTracing``
 of a process is made by the CLI and passed to what emits spans. The current span does live in
@@ -15,7 +17,9 @@ OpenTelemetry's context (a ``contextvars`` variable), so spans nest across ``awa
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,50 +27,68 @@ from runtime.extras import require_extra
 from runtime.telemetry.base import CAPTURE_VARIABLE, Attributes, Kind, Span, Tracing
 
 require_extra("opentelemetry.sdk.trace", "otel")
-require_extra("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel")
+require_extra("opentelemetry.exporter.otlp.proto.http", "otel")  # (the exporter is imported by the export process)
 require_extra("opentelemetry.proto.trace.v1.trace_pb2", "otel")
 
 import opentelemetry.context as otel_context  # noqa: E402  (after the check naming the extra)
 import opentelemetry.trace as trace  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter  # noqa: E402
+from opentelemetry.sdk.trace.export import SpanExporter  # noqa: E402
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator  # noqa: E402
 
+from runtime.telemetry.export_process import SHUTDOWN_WAIT_S, ExportProcess  # noqa: E402
 from runtime.telemetry.otel_spans import Recorder  # noqa: E402
-from runtime.telemetry.otlp import OtlpSpanExporter  # noqa: E402
+from runtime.telemetry.span_export import Exporting, Outbox  # noqa: E402
 
 DEFAULT_SERVICE_NAME = "rath-mcp"
-#: The longest a stop waits for the last spans to be sent; past it they are dropped (a hung collector).
-SHUTDOWN_WAIT_S = 5.0
 _KINDS = {"internal": SpanKind.INTERNAL, "server": SpanKind.SERVER, "client": SpanKind.CLIENT}
 _CONTEXT_KEYS = ("traceparent", "tracestate")
 
 
 class OtelTracing(Tracing):
-    """Spans made with an SDK ``TracerProvider`` of our own (``otel_spans.py``) and exported in batches."""
+    """Spans made with the sampler and ids of an SDK ``TracerProvider`` (``otel_spans.py``), exported in batches
+    by the export process, or in this process by ``exporter`` when one is given."""
 
     enabled = True
 
-    def __init__(self, exporter: SpanExporter, *, capture_content: bool = False, resource: Resource | None = None):
+    def __init__(
+        self,
+        exporter: SpanExporter | None,
+        *,
+        capture_content: bool = False,
+        resource: Resource | None = None,
+        environ: Mapping[str, str] | None = None,
+    ):
         super().__init__()
         self.capture_content = capture_content
-        # the provider reads the sampler (OTEL_TRACES_SAMPLER) and owns the processor's shutdown; spans
-        # are made by the Recorder (otel_spans.py) with its sampler, ids and resource
-        self._provider = TracerProvider(resource=resource or _resource({}))
-        processor = BatchSpanProcessor(exporter)  # OTEL_BSP_* read by the processor
-        self._provider.add_span_processor(processor)
-        self._recorder = Recorder(self._provider, processor, InstrumentationScope("rath-mcp", _version()))
+        # the provider reads the sampler (OTEL_TRACES_SAMPLER) and id generator; it processes no span itself
+        provider = TracerProvider(resource=resource or _resource({}), shutdown_on_exit=False)
+        scope = InstrumentationScope("rath-mcp", _version())
+        self._exporting: Exporting | None = None
+        self._process: ExportProcess | None = None
+        if exporter is None:
+            self._process = ExportProcess(provider.resource, scope, os.environ if environ is None else environ)
+            self._outbox = Outbox(self._process.send, environ)
+        else:
+            self._exporting = Exporting(exporter, provider.resource, scope)
+            self._outbox = Outbox(self._exporting.take, environ)
+        self._recorder = Recorder(provider, self._outbox)
         self._propagator = TraceContextTextMapPropagator()
         self._stopped = False
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> OtelTracing:
-        """The OTLP/HTTP exporter and resource the ``OTEL_*`` variables describe."""
+        """Tracing to the OTLP/HTTP exporter the ``OTEL_*`` variables describe, run by an export process."""
         capture = environ.get(CAPTURE_VARIABLE, "").strip().lower() == "true"
-        return cls(OtlpSpanExporter(), capture_content=capture, resource=_resource(environ))
+        return cls(None, capture_content=capture, resource=_resource(environ), environ=environ)
+
+    @property
+    def export_pid(self) -> int | None:
+        """The export process's id (``None`` when spans go to an exporter in this process)."""
+        return self._process.pid if self._process else None
 
     def span(
         self,
@@ -106,14 +128,20 @@ class OtelTracing(Tracing):
         return trace.format_trace_id(context.trace_id), trace.format_span_id(context.span_id)
 
     def shutdown(self) -> None:
-        """Flush and stop in a helper thread, waited for at most ``SHUTDOWN_WAIT_S``: the SDK's own wait
-        is bounded only by the exporter's timeout per batch, and a hung collector must not hold a stop."""
+        """Hand over the last spans and have them exported, waiting at most ``SHUTDOWN_WAIT_S`` in all: the
+        SDK's own wait is bounded only by the exporter's timeout per batch, and a hung collector must not
+        hold a stop. The export process is waited for (or killed past the bound): none outlives a stop."""
         if self._stopped:
             return
         self._stopped = True
-        stopping = threading.Thread(target=self._provider.shutdown, name="rath-otel-shutdown", daemon=True)
-        stopping.start()
-        stopping.join(SHUTDOWN_WAIT_S)
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        handed_over = self._outbox.stop(SHUTDOWN_WAIT_S)
+        if self._process is not None:
+            self._process.stop(handed_over, deadline)
+        elif self._exporting is not None:
+            stopping = threading.Thread(target=self._exporting.shutdown, name="rath-otel-shutdown", daemon=True)
+            stopping.start()
+            stopping.join(max(0.0, deadline - time.monotonic()))
 
 
 def _resource(environ: Mapping[str, str]) -> Resource:

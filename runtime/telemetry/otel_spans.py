@@ -1,4 +1,4 @@
-"""Spans made whole when they end: the SDK's sampler, ids, resource and batch processor, without its ``Span``.
+"""Spans made whole when they end: the SDK's sampler and ids, without its ``Span``.
 
 Every span of ours lives inside one ``with`` block of our own (``OtelTracing.span``): it starts there,
 gets its attributes, events and status there and ends there, and nothing outside holds it. So it
@@ -7,41 +7,39 @@ into a ``BoundedAttributes`` as each is set, the ``ReadableSpan`` copy made at i
 processor fan-out): that was about half of what tracing cost a durable no-op step. Here a span is
 a few slots while it runs; what is current meanwhile is a ``NonRecordingSpan`` of its ids, so its
 children (effects, commands, model calls, outgoing ``traceparent`` headers, runs started in it)
-name it as their parent; at its end it becomes one ``ReadableSpan`` (the SDK's public class, what
-its exporters take) handed to the batch processor we configured.
+name it as their parent; at its end it becomes one record of plain values (``span_export.py``)
+appended to the outbox, which hands it to the export process, where it becomes the SDK's
+``ReadableSpan`` for the SDK's batch processor and exporter.
 
 What stays the SDK's: the ids (the provider's ``id_generator``), the sampling decision (the
 provider's sampler, ``OTEL_TRACES_SAMPLER``, asked for every span through its public
 ``should_sample``, as the SDK's tracer does: a parent-based sampler follows the parent's flag, a
 ratio decides by the trace id, ``always_off`` records nothing but still makes ids, so a child of an
 unsampled span is unsampled too), the resource, and the span limits (``OTEL_SPAN_*``,
-``OTEL_ATTRIBUTE_*``: applied at the end, by the SDK's ``BoundedAttributes``, when a span is over
-one). Not kept: the SDK's ``on_start`` (a ``BatchSpanProcessor``'s does nothing) and its own
-span-count metrics (made only with a meter provider, which ours never has).
+``OTEL_ATTRIBUTE_*``: applied where the record becomes a ``ReadableSpan``, by the SDK's
+``BoundedAttributes``). Not kept: the SDK's ``on_start`` (a ``BatchSpanProcessor``'s does nothing)
+and its own span-count metrics (made only with a meter provider, which ours never has).
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from time import time_ns
 from typing import Any
 
 import opentelemetry.context as otel_context
 import opentelemetry.trace as trace
-from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler
-from opentelemetry.sdk.util import BoundedList
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
 
 from runtime.telemetry.base import Attributes, AttributeValue, Span
+from runtime.telemetry.span_export import Outbox
 
 _SAMPLED = TraceFlags.SAMPLED
 _RANDOM = TraceFlags.RANDOM_TRACE_ID
-_UNSET = Status(StatusCode.UNSET)
+_ERROR = StatusCode.ERROR.value
 _PARENT_BASED = ("parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio")
 
 
@@ -68,19 +66,13 @@ def follows_local_parent(sampler: Sampler, environ: Mapping[str, str]) -> bool:
 
 
 class Recorder:
-    """What every span is made with: the provider's sampler, id generator and resource, our scope, the limits
-    and the span processor that batches ended spans for the exporter."""
+    """What every span is made with: the provider's sampler and id generator, and the outbox its record goes
+    to when it ends."""
 
-    def __init__(self, provider: TracerProvider, processor: SpanProcessor, scope: InstrumentationScope) -> None:
+    def __init__(self, provider: TracerProvider, outbox: Outbox) -> None:
         self.sampler = provider.sampler
         self.ids = provider.id_generator
-        self.resource = provider.resource
-        self.scope = scope
-        self.processor = processor
-        self.limits = limits = SpanLimits()  # the OTEL_SPAN_* / OTEL_ATTRIBUTE_* variables, as the provider reads them
-        self._cut_values = limits.max_span_attribute_length is not None
-        self._most_attributes = math.inf if limits.max_span_attributes is None else limits.max_span_attributes
-        self._most_events = math.inf if limits.max_events is None else limits.max_events
+        self.put = outbox.put
         self._random_roots = self.ids.is_trace_id_random()
         self._follows_local_parent = follows_local_parent(self.sampler, os.environ)
 
@@ -117,39 +109,24 @@ class Recorder:
         return OtelSpan(self, name, kind, ids, parent_ids, given, capture)
 
     def end(self, span: OtelSpan, end_time: int) -> None:
-        attributes: Mapping[str, Any] = span.attributes
-        events: Sequence[Event] = span.events
-        if self._cut_values or len(attributes) > self._most_attributes:
-            limits = self.limits
-            attributes = BoundedAttributes(
-                limits.max_span_attributes, attributes, immutable=True, max_value_len=limits.max_span_attribute_length
+        ids, parent = span.ids, span.parent
+        state = ids.trace_state
+        self.put(
+            (
+                span.name,
+                span.kind.value,
+                ids.trace_id,
+                ids.span_id,
+                int(ids.trace_flags),  # (marshal writes plain ints only)
+                tuple(state.items()) if state else None,
+                None if parent is None else (parent.span_id, parent.is_remote, int(parent.trace_flags)),
+                span.attributes,
+                span.events,
+                span.status,
+                span.start_time,
+                end_time,
             )
-        if len(events) > self._most_events:
-            events = BoundedList.from_seq(self.limits.max_events, events)
-        ended = ReadableSpan(
-            name=span.name,
-            context=span.ids,
-            parent=span.parent,
-            resource=self.resource,
-            attributes=attributes,
-            events=events,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=end_time,
-            instrumentation_scope=self.scope,
         )
-        self.processor.on_end(ended)
-
-    def event(self, name: str, attributes: Attributes | None) -> Event:
-        limits = self.limits
-        bounded = BoundedAttributes(
-            limits.max_event_attributes,
-            clean(attributes or {}),
-            immutable=True,
-            max_value_len=limits.max_attribute_length,
-        )
-        return Event(name, bounded, time_ns())
 
 
 class _Current(Span):
@@ -206,8 +183,9 @@ class OtelSpan(_Current):
         # (no super().__init__ call, and no list for events until one comes: a span per step adds up)
         self.ids, self._token = ids, None
         self._recorder, self.name, self.kind, self.parent, self.attributes = recorder, name, kind, parent, attributes
-        self.events: list[Event] | tuple[()] = ()
-        self.status, self._capture, self._failed = _UNSET, capture, False
+        self.events: list[tuple[str, dict[str, Any] | None, int]] | tuple[()] = ()
+        self.status: tuple[int, str | None] | None = None  # unset
+        self._capture, self._failed = capture, False
         self.start_time = time_ns()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -227,9 +205,9 @@ class OtelSpan(_Current):
         self.attributes.update(clean(attributes))
 
     def event(self, name: str, attributes: Attributes | None = None) -> None:
-        self.events = [*self.events, self._recorder.event(name, attributes)]
+        self.events = [*self.events, (name, clean(attributes) if attributes else None, time_ns())]
 
     def fail(self, error_type: str, description: str | None = None) -> None:
         self._failed = True
         self.attributes["error.type"] = error_type
-        self.status = Status(StatusCode.ERROR, description if self._capture else None)
+        self.status = (_ERROR, description if self._capture else None)
