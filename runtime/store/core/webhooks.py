@@ -109,23 +109,14 @@ def record(d: Dialect, delivery: Delivery, attempt: Attempt) -> Op[bool]:
 
 
 def last(d: Dialect, scope: Scope, run_id: str) -> Op[dict[str, Any] | None]:
+    """The run's latest delivery, as ``run_get`` shows it (``next_at`` only while it is pending)."""
     row = yield one(
-        "SELECT id, event, status, attempts, last_code, last_at, last_error, next_at FROM webhook_deliveries "
+        "SELECT id AS webhook_id, event, status, attempts, last_code AS code, last_at AS at, last_error AS error, "
+        f"CASE WHEN status = '{PENDING}' THEN next_at END AS next_at FROM webhook_deliveries "
         "WHERE run_id = ? AND tenant = ? AND project = ? ORDER BY created_at DESC, id DESC LIMIT 1",
         run_id, scope.tenant, scope.project,
     )  # fmt: skip
-    if row is None:
-        return None
-    return {
-        "webhook_id": row["id"],
-        "event": row["event"],
-        "status": row["status"],
-        "attempts": row["attempts"],
-        "code": row["last_code"],
-        "at": row["last_at"],
-        "error": row["last_error"],
-        "next_at": row["next_at"] if row["status"] == PENDING else None,
-    }
+    return None if row is None else dict(row)
 
 
 class CoreWebhookStore(Store):

@@ -71,10 +71,9 @@ async def notify(conn: asyncpg.Connection, channel: str, payload: str = "") -> N
 @contextlib.contextmanager
 def holding() -> Iterator[list[tuple[str, str]]]:
     """Within the block, ``notify`` collects into the list it yields instead of sending (``PostgresDatabase``)."""
-    token = _OUTBOX.set([])
+    held: list[tuple[str, str]] = []
+    token = _OUTBOX.set(held)
     try:
-        held = _OUTBOX.get()
-        assert held is not None
         yield held
     finally:
         _OUTBOX.reset(token)

@@ -45,17 +45,10 @@ class Write(Generic[T]):
 def units(items: list[Write[Any]]) -> list[list[Write[Any]]]:
     """A batch's units of work, in order: each write alone, but the writes sharing a ``merge`` together
     (where the first of them stood)."""
-    units: list[list[Write[Any]]] = []
-    merged: dict[Any, list[Write[Any]]] = {}
+    units: dict[Any, list[Write[Any]]] = {}
     for item in items:
-        if item.merge is None:
-            units.append([item])
-        elif item.merge in merged:
-            merged[item.merge].append(item)
-        else:
-            merged[item.merge] = [item]
-            units.append(merged[item.merge])
-    return units
+        units.setdefault(id(item) if item.merge is None else item.merge, []).append(item)
+    return list(units.values())
 
 
 class Lost(Exception):
