@@ -135,23 +135,18 @@ class SQLiteDatabase:
             return self._outcome(item)
         self._pending.append(item)
         waited = False
-        while not item.done:
-            batch = self._batch
-            if batch is not None:
-                try:
-                    await batch.wait()
-                except BaseException:
-                    if item in self._pending:  # not taken yet: withdraw it, nothing was written
-                        self._pending.remove(item)
-                    raise
-                waited = True
-                continue
-            try:
-                await self._lead_batch(waited)
-            except BaseException:
-                if item in self._pending:  # handed back unrun (the leader was torn down): withdraw it
-                    self._pending.remove(item)
-                raise
+        try:
+            while not item.done:
+                if self._batch is not None:
+                    await self._batch.wait()
+                    waited = True
+                else:
+                    await self._lead_batch(waited)
+        except BaseException:
+            # not taken yet, or handed back unrun (its leader was torn down): withdraw it, nothing was written
+            if item in self._pending:
+                self._pending.remove(item)
+            raise
         return self._outcome(item)
 
     def refusal(self) -> StoreError | None:
