@@ -106,18 +106,12 @@ def _heads(d: Dialect, at: float, limit: int, workflows: Sequence[str]) -> tuple
     return sql, [at, *names]
 
 
-def _own(
-    d: Dialect, scope: Scope, at: float, limit: int, workflows: Sequence[str], columns: str = "id"
-) -> tuple[str, list[Any]]:
-    """The first ``limit`` ready runs of one scope (a scope's own claims, the plain order), their ``columns``,
-    locked where claimers run at once: a condition ``runs_fair`` serves, tenant and project equal to values
-    (``IN_SCOPE``'s ``COALESCE`` would leave SQLite sorting the queue)."""
+def _own(d: Dialect, scope: Scope, at: float, workflows: Sequence[str]) -> tuple[str, list[Any]]:
+    """The ready runs of one scope (a scope's own claims, the plain order): a condition ``runs_fair`` serves,
+    tenant and project equal to values (``IN_SCOPE``'s ``COALESCE`` would leave SQLite sorting the queue)."""
     within, names = d.in_list(workflows)
-    sql = (
-        f"SELECT {columns} FROM runs{d.indexed_by('runs_fair')} WHERE status = 'queued' AND tenant = ? "
-        f"AND project = ? AND next_at <= ? AND workflow{within} ORDER BY {ORDER} LIMIT ?{d.skip_locked}"
-    )
-    return sql, [scope.tenant, scope.project, at, *names, limit]
+    own = f"status = 'queued' AND tenant = ? AND project = ? AND next_at <= ? AND workflow{within}"
+    return own, [scope.tenant, scope.project, at, *names]
 
 
 def _ranked(
@@ -132,7 +126,9 @@ def _ranked(
         if scope is None:  # fair
             sql, args = _heads(d, at, limit, workflows)
             return f"SELECT id FROM ({sql}) fair", args
-        return _own(d, scope, at, limit, workflows)
+        own, args = _own(d, scope, at, workflows)
+        plain = f"SELECT id FROM runs{d.indexed_by('runs_fair')} WHERE {own} ORDER BY {ORDER} LIMIT ?{d.skip_locked}"
+        return plain, [*args, limit]
     caps, args = _caps(d, workflows, limits)
     sql = (
         f"WITH {caps}, {_SERVED}, ready AS (SELECT id, workflow, concurrency_key AS ckey, next_at, priority, "
@@ -161,8 +157,9 @@ def _locked(
         sql, args = _heads(d, at, limit, free)
         picked += yield rows(sql, *args)
     elif free and scope is not None:
-        sql, args = _own(d, scope, at, limit, free, "id, next_at, priority, 0 AS fairness")
-        picked += yield rows(sql, *args)
+        own, args = _own(d, scope, at, free)
+        plain = f"SELECT id, next_at, priority, 0 AS fairness FROM runs WHERE {own} ORDER BY {ORDER} LIMIT ?"
+        picked += yield rows(f"{plain}{d.skip_locked}", *args, limit)
     limited = sorted({w for w in workflows if w in limits})
     if limited:
         got = yield rows(  # one lock per workflow in the whole store, tried, never waited for
