@@ -22,11 +22,9 @@ from runtime.store.core.dialect import Dialect
 from runtime.store.core.run_rows import insert_run
 from runtime.store.core.sessions import insert_one
 from runtime.store.core.statements import Op, Row, Store, none, one, rows, unscoped
+from runtime.store.core.tables.operations import SCHEDULES
 
-COLUMNS = (
-    "id, tenant, project, name, workflow, cron, timezone, catch_up, input, message, paused, next_at, "
-    "last_tick, created_at, updated_at"
-)
+COLUMNS = ", ".join(column.name for column in SCHEDULES.columns)  # as the table describes them
 
 
 def _found(row: Row | None, schedule_id: str) -> Schedule:

@@ -22,11 +22,8 @@ T = TypeVar("T")
 @functools.lru_cache(maxsize=4096)
 def numbered(sql: str) -> str:
     """``?`` placeholders as PostgreSQL's ``$n`` (the core writes no ``?`` inside a string literal)."""
-    parts = sql.split("?")
-    out = [parts[0]]
-    for n, part in enumerate(parts[1:], start=1):
-        out.append(f"${n}{part}")
-    return "".join(out)
+    first, *rest = sql.split("?")
+    return first + "".join(f"${n}{part}" for n, part in enumerate(rest, start=1))
 
 
 async def drive(conn: asyncpg.Connection, op: Op[T]) -> T:
