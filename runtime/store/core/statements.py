@@ -109,19 +109,15 @@ class Executor(Protocol):
 
     async def read(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
         """Run in one consistent read snapshot."""
-        ...
 
     async def write(self, make: Callable[..., Op[T]], *args: Any, small: bool = False, **kwargs: Any) -> T:
         """Run in a write transaction; return once committed. ``small``: a write a backend may commit inline."""
-        ...
 
     async def lookup(self, make: Callable[..., Op[T]], *args: Any, **kwargs: Any) -> T:
         """A point read by key: where the backend can, on the event loop's own connection (no hop)."""
-        ...
 
     def refusal(self) -> BaseException | None:
         """Why writes are refused now (a damaged or vanished file), or None: readiness reports it."""
-        ...
 
 
 #: How a store method runs its operation: ``Executor.read``, ``write``, ``write`` with ``small``, ``lookup``.
