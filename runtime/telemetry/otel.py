@@ -17,6 +17,7 @@ OpenTelemetry's context (a ``contextvars`` variable), so spans nest across ``awa
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -36,7 +37,6 @@ from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SpanExporter  # noqa: E402
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope  # noqa: E402
-from opentelemetry.trace import SpanKind  # noqa: E402
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator  # noqa: E402
 
 from runtime.telemetry.export_process import SHUTDOWN_WAIT_S, ExportProcess  # noqa: E402
@@ -44,7 +44,6 @@ from runtime.telemetry.otel_spans import Recorder  # noqa: E402
 from runtime.telemetry.span_export import Exporting, Outbox  # noqa: E402
 
 DEFAULT_SERVICE_NAME = "rath-mcp"
-_KINDS = {"internal": SpanKind.INTERNAL, "server": SpanKind.SERVER, "client": SpanKind.CLIENT}
 _CONTEXT_KEYS = ("traceparent", "tracestate")
 
 
@@ -78,6 +77,7 @@ class OtelTracing(Tracing):
         self._recorder = Recorder(provider, self._outbox)
         self._propagator = TraceContextTextMapPropagator()
         self._stopped = False
+        atexit.register(self.shutdown)  # the last spans go out at exit also without a stop (as the SDK's provider does)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> OtelTracing:
@@ -99,7 +99,7 @@ class OtelTracing(Tracing):
         carriers: Sequence[Mapping[str, object]] = (),
     ) -> Span:
         parent = self._parent(carriers) if carriers else None
-        return self._recorder.start(name, _KINDS[kind], attributes, parent, self.capture_content)
+        return self._recorder.start(name, kind, attributes, parent, self.capture_content)
 
     def _parent(self, carriers: Sequence[Mapping[str, object]]) -> otel_context.Context | None:
         """The first carrier's valid W3C trace context, else ``None`` (the current span is the parent)."""
@@ -134,6 +134,7 @@ class OtelTracing(Tracing):
         if self._stopped:
             return
         self._stopped = True
+        atexit.unregister(self.shutdown)
         deadline = time.monotonic() + SHUTDOWN_WAIT_S
         handed_over = self._outbox.stop(SHUTDOWN_WAIT_S)
         if self._process is not None:

@@ -34,22 +34,25 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
 
-from runtime.telemetry.base import Attributes, AttributeValue, Span
+from runtime.telemetry.base import Attributes, AttributeValue, Kind, Span
 from runtime.telemetry.span_export import Outbox
 
 _SAMPLED = TraceFlags.SAMPLED
 _RANDOM = TraceFlags.RANDOM_TRACE_ID
 _ERROR = StatusCode.ERROR.value
+_TRACE_FLAGS = [TraceFlags(flags) for flags in range(4)]  # by (sampled | random): made once, not per span
+_KINDS = {"internal": SpanKind.INTERNAL, "server": SpanKind.SERVER, "client": SpanKind.CLIENT}
+_KIND_VALUES = {name: kind.value for name, kind in _KINDS.items()}  # by name: a str's hash is kept, an enum's is not
 _PARENT_BASED = ("parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio")
 
 
 def clean(attributes: Attributes) -> dict[str, Any]:
     """``attributes`` without its ``None`` values; lists become tuples (a caller's list may change after)."""
-    return {
-        key: tuple(value) if isinstance(value, list) else value
-        for key, value in attributes.items()
-        if value is not None
-    }
+    given = dict(attributes)
+    values = given.values()
+    if None not in values and list not in map(type, values):  # most: a copy made in C, no loop of ours
+        return given
+    return {key: tuple(got) if isinstance(got, list) else got for key, got in given.items() if got is not None}
 
 
 def follows_local_parent(sampler: Sampler, environ: Mapping[str, str]) -> bool:
@@ -79,7 +82,7 @@ class Recorder:
     def start(
         self,
         name: str,
-        kind: SpanKind,
+        kind: Kind,
         attributes: Attributes | None,
         parent: otel_context.Context | None,
         capture: bool,
@@ -87,46 +90,35 @@ class Recorder:
         """A span starting now, a child of ``parent`` (a context; ``None``: the current one)."""
         parent_ids: SpanContext | None = trace.get_current_span(parent).get_span_context()
         if parent_ids is not None and parent_ids.is_valid:
-            trace_id, random = parent_ids.trace_id, parent_ids.trace_flags.random_trace_id
+            parent_flags: int = parent_ids.trace_flags
+            trace_id, random = parent_ids.trace_id, parent_flags & _RANDOM
         else:
-            parent_ids, trace_id, random = None, self.ids.generate_trace_id(), self._random_roots
+            parent_ids, parent_flags, trace_id, random = None, 0, self.ids.generate_trace_id(), self._random_roots
         if parent_ids is not None and self._follows_local_parent and not parent_ids.is_remote:
             # what the sampler would decide (follows_local_parent), without asking it: most spans are these;
             # the attributes are copied only for a span that keeps them
-            decision = Decision.RECORD_AND_SAMPLE if parent_ids.trace_flags.sampled else Decision.DROP
+            recorded = sampled = parent_flags & _SAMPLED
             trace_state: TraceState | None = parent_ids.trace_state
-            given = clean(attributes) if attributes and decision is not Decision.DROP else {}
+            given = clean(attributes) if attributes and sampled else {}
         else:
             given = clean(attributes) if attributes else {}
-            decided = self.sampler.should_sample(parent, trace_id, name, kind, given)
-            decision, trace_state = decided.decision, decided.trace_state
+            decided = self.sampler.should_sample(parent, trace_id, name, _KINDS[kind], given)
+            sampled, trace_state = decided.decision is Decision.RECORD_AND_SAMPLE, decided.trace_state
+            recorded = decided.decision is not Decision.DROP  # (recorded but unsampled: the processor drops it)
             # the sampler's attributes are the span's (the SDK's tracer starts a span with them): ours, or more
             given = dict(decided.attributes)
-        flags = (_SAMPLED if decision is Decision.RECORD_AND_SAMPLE else 0) | (_RANDOM if random else 0)
-        ids = SpanContext(trace_id, self.ids.generate_span_id(), False, TraceFlags(flags), trace_state)
-        if decision is Decision.DROP:
+        flags = (_SAMPLED if sampled else 0) | (_RANDOM if random else 0)
+        span_id = self.ids.generate_span_id()
+        ids = SpanContext(trace_id, span_id, False, _TRACE_FLAGS[flags], trace_state)
+        if not recorded:
             return UnrecordedSpan(ids)
-        return OtelSpan(self, name, kind, ids, parent_ids, given, capture)
+        # the record's fields known now (read here from locals, not from the span context's properties at the end)
+        parents = None if parent_ids is None else (parent_ids.span_id, parent_ids.is_remote, int(parent_flags))
+        state = tuple(trace_state.items()) if trace_state else None
+        return OtelSpan(self, (name, _KIND_VALUES[kind], trace_id, span_id, flags, state, parents), ids, given, capture)
 
     def end(self, span: OtelSpan, end_time: int) -> None:
-        ids, parent = span.ids, span.parent
-        state = ids.trace_state
-        self.put(
-            (
-                span.name,
-                span.kind.value,
-                ids.trace_id,
-                ids.span_id,
-                int(ids.trace_flags),  # (marshal writes plain ints only)
-                tuple(state.items()) if state else None,
-                None if parent is None else (parent.span_id, parent.is_remote, int(parent.trace_flags)),
-                span.attributes,
-                span.events,
-                span.status,
-                span.start_time,
-                end_time,
-            )
-        )
+        self.put((*span.head, span.attributes, span.events, span.status, span.start_time, end_time))
 
 
 class _Current(Span):
@@ -156,33 +148,15 @@ class UnrecordedSpan(_Current):
 class OtelSpan(_Current):
     """A span being recorded: entering makes it current, leaving ends it (an exception marks it failed)."""
 
-    __slots__ = (
-        "_capture",
-        "_failed",
-        "_recorder",
-        "attributes",
-        "events",
-        "kind",
-        "name",
-        "parent",
-        "start_time",
-        "status",
-    )
+    __slots__ = ("_capture", "_failed", "_recorder", "attributes", "events", "head", "start_time", "status")
     recording = True
 
     def __init__(
-        self,
-        recorder: Recorder,
-        name: str,
-        kind: SpanKind,
-        ids: SpanContext,
-        parent: SpanContext | None,
-        attributes: dict[str, Any],
-        capture: bool,
+        self, recorder: Recorder, head: tuple[Any, ...], ids: SpanContext, attributes: dict[str, Any], capture: bool
     ) -> None:
         # (no super().__init__ call, and no list for events until one comes: a span per step adds up)
         self.ids, self._token = ids, None
-        self._recorder, self.name, self.kind, self.parent, self.attributes = recorder, name, kind, parent, attributes
+        self._recorder, self.head, self.attributes = recorder, head, attributes  # head: the record's first fields
         self.events: list[tuple[str, dict[str, Any] | None, int]] | tuple[()] = ()
         self.status: tuple[int, str | None] | None = None  # unset
         self._capture, self._failed = capture, False

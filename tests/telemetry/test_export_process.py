@@ -34,6 +34,15 @@ print(tracing.export_pid, flush=True)
 input()
 """
 
+#: A traced process that ends without a stop of its own: its last span goes out all the same.
+EXITING = """
+from runtime.telemetry import from_environment
+tracing = from_environment()
+with tracing.span("at the exit", kind="server"):
+    pass
+print(tracing.export_pid, flush=True)
+"""
+
 
 class Colour(enum.StrEnum):
     RED = "red"
@@ -108,3 +117,10 @@ def test_a_hung_collector_holds_a_stop_only_until_the_bound_and_leaves_no_proces
         assert pid is not None and stuck.held.wait(WAIT_S)  # the export process is in a request that hangs
         tracing.shutdown()
         assert not Path(f"/proc/{pid}").exists()  # killed at the bound and reaped
+
+
+def test_a_process_ending_without_a_stop_still_sends_its_last_spans(receiver: Receiver) -> None:
+    env = environment(receiver.url, OTEL_BSP_SCHEDULE_DELAY="60000")
+    done = subprocess.run([sys.executable, "-c", EXITING], env=env, capture_output=True, text=True, check=True)
+    assert exited(int(done.stdout))  # waited for at the exit already
+    assert receiver.named("at the exit").kind == "server"
