@@ -50,13 +50,19 @@ class ExportProcess:
 
     def __init__(self, resource: Resource, scope: InstrumentationScope, environ: Mapping[str, str]) -> None:
         argv = [sys.executable, "-m", "runtime.telemetry.export_process"]
-        self._process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,  # (stdout may be the MCP channel of a stdio server)
-            env=dict(environ),
-            start_new_session=True,
-        )
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ended = True
+        try:
+            self._process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,  # (stdout may be the MCP channel of a stdio server)
+                env=dict(environ),
+                start_new_session=True,
+            )
+        except OSError as error:  # (no process to spare): traced code runs on, its spans go nowhere
+            log.warning("the span export process could not start (%s): spans are not exported", error)
+            return
         assert self._process.stdin is not None
         self._pipe: IO[bytes] = self._process.stdin
         self._ended = False
@@ -64,8 +70,8 @@ class ExportProcess:
         self._write(marshal.dumps(hello))
 
     @property
-    def pid(self) -> int:
-        return self._process.pid
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
 
     def send(self, records: list[Record]) -> None:
         """Write one batch (from the outbox's thread only); blocks only while the child's pipe is full."""
@@ -79,6 +85,8 @@ class ExportProcess:
         """Close the pipe (the child exports what it has and exits) and wait for it until ``deadline``
         (``time.monotonic``); kill it past that, or at once when the outbox could not hand over its last batch
         (a write stuck on a full pipe: the kill ends it)."""
+        if self._process is None:
+            return
         if handed_over:
             try:
                 self._pipe.close()
@@ -104,7 +112,8 @@ class ExportProcess:
             self._pipe.flush()
         except (OSError, ValueError):  # the child ended (a crash, a kill); ValueError: the pipe is closed
             self._ended = True
-            log.warning("the span export process ended (exit status %s): spans are not exported", self._process.poll())
+            status = self._process.poll() if self._process else None
+            log.warning("the span export process ended (exit status %s): spans are not exported", status)
 
 
 def _plain_record(record: Record) -> Record:

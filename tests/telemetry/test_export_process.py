@@ -124,3 +124,16 @@ def test_a_process_ending_without_a_stop_still_sends_its_last_spans(receiver: Re
     done = subprocess.run([sys.executable, "-c", EXITING], env=env, capture_output=True, text=True, check=True)
     assert exited(int(done.stdout))  # waited for at the exit already
     assert receiver.named("at the exit").kind == "server"
+
+
+def test_when_the_export_process_cannot_start_traced_code_runs_on_untraced(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))  # what the export process is started with
+    tracing = OtelTracing.from_environment(environment(receiver.url))
+    with tracing.span("unsent", kind="server") as span:
+        span.set("kept", "nowhere")
+        assert tracing.ids() is not None  # spans are still made, and current: only their export is gone
+    tracing.shutdown()
+    assert tracing.export_pid is None and "could not start" in caplog.text
+    assert receiver.spans == []
