@@ -25,6 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from runtime.durable.outage import Outage
+from runtime.durable.scopes import cancel_scope
 from runtime.durable.store import Claim, EventSpec, HeldStep, RunChange
 from runtime.errors import StoreUnavailableError
 from runtime.flow.workflow import EffectClass
@@ -105,9 +106,9 @@ class CommitLine:
 
         While the store cannot be reached (nothing was written), the steps are held again and the commit
         is made again once it answers (``outage.py``), the pauses unshielded and off the line."""
-        outage = Outage(f"run {self._run_id}'s commit")
+        outage: Outage | None = None  # made at the first outage: most commits never meet one
         while True:
-            with anyio.CancelScope(shield=True):
+            with cancel_scope(shield=True):
                 try:
                     self._lock.acquire_nowait()  # the common case, without the pass of the loop ``acquire`` makes
                 except anyio.WouldBlock:
@@ -121,10 +122,13 @@ class CommitLine:
                         self._held[:0] = held  # not written: held again, before any held meanwhile
                         unavailable = exc
                     else:
-                        outage.over()
+                        if outage is not None:
+                            outage.over()
                         return claims
                 finally:
                     self._lock.release()
+            if outage is None:
+                outage = Outage(f"run {self._run_id}'s commit")
             await outage.wait(unavailable)
 
     async def _flush_soon(self) -> None:

@@ -20,6 +20,7 @@ import anyio
 from runtime.durable.context import LiveContext
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
+from runtime.durable.scopes import cancel_scope
 from runtime.durable.store import dumps
 from runtime.errors import CommitUnknownError, InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
@@ -68,7 +69,7 @@ async def call_step(plan: Plan, spec: StepPlan, ctx: LiveContext, lease: Lease, 
         limit = min(limit, deadline - now())
     out: Outcome | None = None
     scope_deadline = anyio.current_time() + limit if limit != float("inf") else limit
-    with anyio.CancelScope(deadline=scope_deadline) as scope:
+    with cancel_scope(deadline=scope_deadline) as scope:
         lease.scope = scope
         if lease.cancelled or lease.lost:
             scope.cancel()

@@ -73,6 +73,7 @@ class SQLiteDatabase:
         self._patient = True  # whether the writer's connection waits for another process's write lock
         self._gate = InlineGate()
         self._write_limiter = anyio.CapacityLimiter(1)
+        self._scope_class: type[anyio.CancelScope] | None = None
         self._pending: list[Write[Any]] = []
         self._batch: Batch | None = None
 
@@ -211,8 +212,11 @@ class SQLiteDatabase:
         """
         batch = self._batch = Batch()
         items: list[Write[Any]] = []
+        shield = self._scope_class
+        if shield is None:  # the backend's own class, looked up once: anyio.CancelScope() looks it up each time
+            shield = self._scope_class = type(anyio.CancelScope())
         try:
-            with anyio.CancelScope(shield=True):
+            with shield(shield=True):
                 limiter = self._write_limiter
                 if waited or self._gate.last_batch > 1:
                     await limiter.acquire()  # a pass of the loop (a checkpoint), then the writer
