@@ -25,10 +25,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from runtime.durable.outage import Outage
-from runtime.durable.scopes import cancel_scope
 from runtime.durable.store import Claim, EventSpec, HeldStep, RunChange
 from runtime.errors import StoreUnavailableError
 from runtime.flow.workflow import EffectClass
+from runtime.scopes import cancel_scope
 
 log = logging.getLogger(__name__)
 

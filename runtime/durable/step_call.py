@@ -20,10 +20,10 @@ import anyio
 from runtime.durable.context import LiveContext
 from runtime.durable.isolate import run_sync_step
 from runtime.durable.plan import Plan, StepPlan
-from runtime.durable.scopes import cancel_scope
 from runtime.durable.store import dumps
 from runtime.errors import CommitUnknownError, InterruptRaised, InvalidInputError, LeaseLostError, RunFailure
 from runtime.ids import now
+from runtime.scopes import cancel_scope
 from runtime.sessions.model import SessionInfo
 
 

@@ -32,6 +32,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from runtime.errors import StoreError
+from runtime.scopes import cancel_scope
 from runtime.store.migration import Migration
 from runtime.store.sqlite import commit, guard, health
 from runtime.store.sqlite.commit import Batch, InlineGate, Write
@@ -73,7 +74,6 @@ class SQLiteDatabase:
         self._patient = True  # whether the writer's connection waits for another process's write lock
         self._gate = InlineGate()
         self._write_limiter = anyio.CapacityLimiter(1)
-        self._scope_class: type[anyio.CancelScope] | None = None
         self._pending: list[Write[Any]] = []
         self._batch: Batch | None = None
 
@@ -212,11 +212,8 @@ class SQLiteDatabase:
         """
         batch = self._batch = Batch()
         items: list[Write[Any]] = []
-        shield = self._scope_class
-        if shield is None:  # the backend's own class, looked up once: anyio.CancelScope() looks it up each time
-            shield = self._scope_class = type(anyio.CancelScope())
         try:
-            with shield(shield=True):
+            with cancel_scope(shield=True):  # (runtime.scopes: anyio.CancelScope() looks the backend up each time)
                 limiter = self._write_limiter
                 if waited or self._gate.last_batch > 1:
                     await limiter.acquire()  # a pass of the loop (a checkpoint), then the writer
