@@ -27,7 +27,6 @@ import marshal
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
@@ -179,9 +178,7 @@ def _serve(stream: IO[bytes]) -> None:
         while (records := _read(stream)) is not None:
             exporting.take(records)
     finally:
-        stopping = threading.Thread(target=exporting.shutdown, name="rath-otel-shutdown", daemon=True)
-        stopping.start()
-        stopping.join(SHUTDOWN_WAIT_S)
+        exporting.shutdown(SHUTDOWN_WAIT_S)
 
 
 def main() -> None:

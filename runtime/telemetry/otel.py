@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -140,9 +139,7 @@ class OtelTracing(Tracing):
         if self._process is not None:
             self._process.stop(handed_over, deadline)
         elif self._exporting is not None:
-            stopping = threading.Thread(target=self._exporting.shutdown, name="rath-otel-shutdown", daemon=True)
-            stopping.start()
-            stopping.join(max(0.0, deadline - time.monotonic()))
+            self._exporting.shutdown(max(0.0, deadline - time.monotonic()))
 
 
 def _resource(environ: Mapping[str, str]) -> Resource:

@@ -134,9 +134,13 @@ class Exporting:
         for record in records:
             self.processor.on_end(self.readable(record))
 
-    def shutdown(self) -> None:
-        """Export what is queued and stop (bounded only by the exporter's timeout: callers bound it)."""
-        self.processor.shutdown()  # type: ignore[no-untyped-call]
+    def shutdown(self, wait_s: float) -> None:
+        """Export what is queued and stop, waiting at most ``wait_s``: the SDK's own wait is bounded only by the
+        exporter's timeout per batch, and a hung collector must not hold a stop (the helper thread is left
+        to it)."""
+        stopping = threading.Thread(target=self.processor.shutdown, name="rath-otel-shutdown", daemon=True)
+        stopping.start()
+        stopping.join(wait_s)
 
     def readable(self, record: Record) -> ReadableSpan:
         name, kind, trace_id, span_id, flags, state, parent, attributes, events, status, start, end = record
